@@ -1,0 +1,2 @@
+//! The `shoal` command (in progress).
+fn main() {}

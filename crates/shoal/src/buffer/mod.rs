@@ -1,0 +1,1 @@
+//! Buffer pool (in progress).

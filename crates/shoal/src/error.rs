@@ -1,0 +1,131 @@
+//! The crate's one error type (STYLE.md practice 6).
+//!
+//! Operating errors — I/O, corruption, full disk, bad arguments, a pool that stopped after a
+//! failed write — are values of [`Error`]. Programmer errors (a broken invariant) are
+//! assertions. [`Error::is_retryable`] tells a caller whether repeating the operation may
+//! succeed.
+
+use crate::types::PageId;
+
+/// Result alias used throughout Shoal.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every error Shoal returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O call failed. `op` names the call (`read`, `write`, `sync`,
+    /// `open`, …) and `path` the file; `source` carries the OS error.
+    #[error("I/O error during {op} on {path}: {source}")]
+    Io {
+        /// The operation that failed (`read`, `write`, `sync`, `open`, `set_len`, ...).
+        op: &'static str,
+        /// The file (or directory) the operation was on.
+        path: String,
+        /// The operating-system error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The device has no room for a write or for growing a file (`ENOSPC`).
+    #[error("no space left on device while {op} on {path}")]
+    NoSpace {
+        /// The operation that failed (`write`, `set_len`).
+        op: &'static str,
+        /// The file that could not grow.
+        path: String,
+    },
+
+    /// A page read from disk failed validation: bad checksum, wrong page id, unknown format
+    /// version or type, or an inconsistent layout. `reason` says which.
+    #[error("page {page_id} is corrupt: {reason}")]
+    Corruption {
+        /// The page that failed validation.
+        page_id: PageId,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A file is not a Shoal file, or its header is damaged or of an unsupported version.
+    #[error("{path} is not a usable Shoal file: {reason}")]
+    BadFile {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A caller passed a value outside its documented range. `name` is the parameter.
+    #[error("invalid argument `{name}`: {reason}")]
+    InvalidArgument {
+        /// The parameter or option name.
+        name: &'static str,
+        /// Why it is rejected, with the accepted range.
+        reason: String,
+    },
+
+    /// The buffer pool stopped accepting writes after an earlier write-back failed; the
+    /// message names that first failure. Dirty pages are kept in memory, nothing is silently
+    /// dropped; close and reopen (and, once the log exists, recover) to continue.
+    #[error("buffer pool refuses writes after an earlier write-back failure: {first_failure}")]
+    PoolFailed {
+        /// Description of the first write-back failure.
+        first_failure: String,
+    },
+
+    /// Every frame of the buffer pool is latched or pinned; no victim could be found after
+    /// scanning the pool `rounds` times. Retryable: frames are released as other threads
+    /// finish.
+    #[error("buffer pool exhausted: all {frames} frames are in use (scanned {rounds} rounds)")]
+    PoolExhausted {
+        /// Number of frames in the pool.
+        frames: usize,
+        /// How many full CLOCK rounds were scanned.
+        rounds: usize,
+    },
+
+    /// A page id outside the allocated part of the file, or a page that is not allocated.
+    #[error("page {page_id} is not allocated: {reason}")]
+    PageNotAllocated {
+        /// The page asked for.
+        page_id: PageId,
+        /// Why it is not usable.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// True if repeating the operation later may succeed without any other change
+    /// (currently only [`Error::PoolExhausted`]).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::PoolExhausted { .. })
+    }
+
+    /// Builds an [`Error::Io`] or, for `ENOSPC`, an [`Error::NoSpace`].
+    pub fn from_io(op: &'static str, path: impl Into<String>, source: std::io::Error) -> Error {
+        let path = path.into();
+        if source.raw_os_error() == Some(libc::ENOSPC)
+            || source.kind() == std::io::ErrorKind::StorageFull
+        {
+            Error::NoSpace { op, path }
+        } else {
+            Error::Io { op, path, source }
+        }
+    }
+
+    /// Shorthand for [`Error::Corruption`].
+    pub fn corruption(page_id: PageId, reason: impl Into<String>) -> Error {
+        Error::Corruption {
+            page_id,
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
+        Error::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
+    }
+}

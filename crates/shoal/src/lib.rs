@@ -1,0 +1,35 @@
+//! # Shoal — a transactional storage manager for multicore machines
+//!
+//! Shoal is a library that an application embeds (as it would embed Berkeley DB, Apache Derby
+//! or SQLite). It is built bottom-up from the components of `DESIGN.md` §2:
+//!
+//! ```text
+//!   buffer pool (buffer) ──► space manager (space)
+//!        │   page format (page)
+//!        ▼
+//!   storage I/O (io): data files, fault injection
+//!   synchronisation (sync): hybrid latches          statistics (stats)
+//! ```
+//!
+//! Lower layers never import higher ones: `sync` and `io` import nothing of Shoal but
+//! [`error`] and [`types`]; `page` uses `sync`-free byte access; `buffer` uses `io`, `page`,
+//! `sync` and `stats`; `space` uses `buffer`.
+//!
+//! The guiding principles (DESIGN.md §1, from the Shore-MT paper, Johnson et al., EDBT 2009):
+//! no global mutex on any per-operation path; hot spots removed even when read-mostly; never
+//! wait for a lock while holding a latch; never do I/O while holding anything other threads
+//! need except the X latch of the frame being read or written.
+
+pub mod buffer;
+pub mod error;
+pub mod io;
+pub mod options;
+pub mod page;
+pub mod space;
+pub mod stats;
+pub mod sync;
+pub mod types;
+
+pub use error::{Error, Result};
+pub use options::Options;
+pub use types::{Lsn, PageId};

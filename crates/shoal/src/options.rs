@@ -1,0 +1,128 @@
+//! Engine options with documented defaults and units.
+
+use crate::error::{Error, Result};
+
+/// Smallest page size accepted, in bytes (DESIGN.md §3.2).
+pub const PAGE_SIZE_MIN_BYTES: usize = 4096;
+/// Largest page size accepted, in bytes (DESIGN.md §3.2).
+pub const PAGE_SIZE_MAX_BYTES: usize = 65536;
+/// Default page size, in bytes.
+pub const PAGE_SIZE_DEFAULT_BYTES: usize = 8192;
+/// Pages per extent: the unit in which the space manager grows files and reserves pages.
+pub const EXTENT_PAGES: u64 = 64;
+
+/// Settings of a Shoal database. Every field has a unit in its name and a default that suits
+/// a small server; [`Options::validate`] rejects values out of range.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Size of the buffer pool in bytes; the pool has `pool_size_bytes / page_size_bytes`
+    /// frames, allocated once at open. Default 128 MiB. At least 16 frames.
+    pub pool_size_bytes: usize,
+    /// Page size in bytes, fixed when the database is created: a power of two from 4 KiB to
+    /// 64 KiB. Default 8 KiB.
+    pub page_size_bytes: usize,
+    /// Open data files with `O_DIRECT` (bypass the OS page cache). Default `false`. Where the
+    /// file system refuses `O_DIRECT` (tmpfs), opening fails with [`Error::Io`].
+    pub direct_io: bool,
+    /// Run the background page cleaner. Default `true`.
+    pub cleaner_enabled: bool,
+    /// Milliseconds the page cleaner sleeps between passes when nobody wakes it. Default 100.
+    pub cleaner_interval_ms: u64,
+    /// Largest number of pages the cleaner writes in one batch before it yields. Default 128.
+    pub cleaner_batch_pages: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pool_size_bytes: 128 << 20,
+            page_size_bytes: PAGE_SIZE_DEFAULT_BYTES,
+            direct_io: false,
+            cleaner_enabled: true,
+            cleaner_interval_ms: 100,
+            cleaner_batch_pages: 128,
+        }
+    }
+}
+
+impl Options {
+    /// Number of frames these options give the buffer pool.
+    pub fn frame_count(&self) -> usize {
+        self.pool_size_bytes / self.page_size_bytes.max(1)
+    }
+
+    /// Checks every field's range.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first field out of range and its accepted range.
+    pub fn validate(&self) -> Result<()> {
+        validate_page_size(self.page_size_bytes)?;
+        if self.frame_count() < 16 {
+            return Err(Error::invalid(
+                "pool_size_bytes",
+                format!(
+                    "{} bytes gives {} frames of {} bytes; at least 16 frames are needed",
+                    self.pool_size_bytes,
+                    self.frame_count(),
+                    self.page_size_bytes
+                ),
+            ));
+        }
+        if u32::try_from(self.frame_count()).is_err() || self.frame_count() >= u32::MAX as usize {
+            return Err(Error::invalid(
+                "pool_size_bytes",
+                "more than 2^32 - 1 frames are not supported",
+            ));
+        }
+        if self.cleaner_interval_ms == 0 {
+            return Err(Error::invalid("cleaner_interval_ms", "must be at least 1"));
+        }
+        if self.cleaner_batch_pages == 0 {
+            return Err(Error::invalid("cleaner_batch_pages", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `page_size_bytes` is a power of two in `[4096, 65536]`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming `page_size_bytes`.
+pub fn validate_page_size(page_size_bytes: usize) -> Result<()> {
+    if !page_size_bytes.is_power_of_two()
+        || !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&page_size_bytes)
+    {
+        return Err(Error::invalid(
+            "page_size_bytes",
+            format!("{page_size_bytes} is not a power of two from 4096 to 65536"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Options::default().validate().unwrap();
+        assert_eq!(Options::default().frame_count(), 16384);
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let o = Options {
+            page_size_bytes: 3000,
+            ..Options::default()
+        };
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("page_size_bytes"), "{e}");
+        let o = Options {
+            pool_size_bytes: 8192 * 15,
+            ..Options::default()
+        };
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("pool_size_bytes"), "{e}");
+    }
+}

@@ -1,0 +1,316 @@
+//! Byte access to page images, the same for plain buffers and for buffer-pool frames.
+//!
+//! A frame's bytes are stored as `[AtomicU64]` (see `buffer` and the soundness argument in
+//! `sync`): an optimistic reader may read a frame while the X-latch holder writes it, and in
+//! Rust's memory model that is only defined when *both* sides use atomic accesses of the same
+//! size. [`AtomicBytes`] reads with relaxed 8-byte loads and [`AtomicBytesMut`] writes with
+//! relaxed 8-byte stores (read-modify-write of a partial word is safe because only the X
+//! holder writes). Page-format code is written once against [`PageRead`] / [`PageWrite`] and
+//! runs on both `[u8]` (scratch buffers, tests, I/O) and frames.
+//!
+//! All multi-byte integers are little-endian (STYLE.md practice 12). Offsets and lengths are
+//! in bytes; an access outside the page is a programmer error and panics (callers validate
+//! on-disk offsets before using them; see `page::slotted`).
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Read access to a page image of [`PageRead::page_len`] bytes.
+pub trait PageRead {
+    /// Length of the image in bytes (the page size).
+    fn page_len(&self) -> usize;
+
+    /// Copies `dst.len()` bytes starting at `offset` into `dst`.
+    ///
+    /// # Panics
+    /// If `offset + dst.len()` exceeds the page.
+    fn read_into(&self, offset: usize, dst: &mut [u8]);
+
+    /// The byte at `offset`.
+    fn u8_at(&self, offset: usize) -> u8 {
+        let mut b = [0u8; 1];
+        self.read_into(offset, &mut b);
+        b[0]
+    }
+    /// Little-endian `u16` at `offset`.
+    fn u16_at(&self, offset: usize) -> u16 {
+        let mut b = [0u8; 2];
+        self.read_into(offset, &mut b);
+        u16::from_le_bytes(b)
+    }
+    /// Little-endian `u32` at `offset`.
+    fn u32_at(&self, offset: usize) -> u32 {
+        let mut b = [0u8; 4];
+        self.read_into(offset, &mut b);
+        u32::from_le_bytes(b)
+    }
+    /// Little-endian `u64` at `offset`.
+    fn u64_at(&self, offset: usize) -> u64 {
+        let mut b = [0u8; 8];
+        self.read_into(offset, &mut b);
+        u64::from_le_bytes(b)
+    }
+    /// Copies `len` bytes at `offset` into a new vector.
+    fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        self.read_into(offset, &mut v);
+        v
+    }
+}
+
+/// Write access to a page image. Implementations exist for `[u8]` and for frames held in
+/// exclusive mode ([`AtomicBytesMut`]).
+pub trait PageWrite: PageRead {
+    /// Copies `src` to the page at `offset`.
+    ///
+    /// # Panics
+    /// If `offset + src.len()` exceeds the page.
+    fn write_from(&mut self, offset: usize, src: &[u8]);
+
+    /// Moves `src` (a byte range of the page) to start at `dst`; the ranges may overlap
+    /// (memmove semantics).
+    fn copy_within(&mut self, src: Range<usize>, dst: usize);
+
+    /// Sets every byte of `range` to `byte`.
+    fn fill(&mut self, range: Range<usize>, byte: u8);
+
+    /// Stores one byte.
+    fn put_u8(&mut self, offset: usize, v: u8) {
+        self.write_from(offset, &[v]);
+    }
+    /// Stores a little-endian `u16`.
+    fn put_u16(&mut self, offset: usize, v: u16) {
+        self.write_from(offset, &v.to_le_bytes());
+    }
+    /// Stores a little-endian `u32`.
+    fn put_u32(&mut self, offset: usize, v: u32) {
+        self.write_from(offset, &v.to_le_bytes());
+    }
+    /// Stores a little-endian `u64`.
+    fn put_u64(&mut self, offset: usize, v: u64) {
+        self.write_from(offset, &v.to_le_bytes());
+    }
+}
+
+impl PageRead for [u8] {
+    #[inline]
+    fn page_len(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn read_into(&self, offset: usize, dst: &mut [u8]) {
+        dst.copy_from_slice(&self[offset..offset + dst.len()]);
+    }
+}
+
+impl PageWrite for [u8] {
+    #[inline]
+    fn write_from(&mut self, offset: usize, src: &[u8]) {
+        self[offset..offset + src.len()].copy_from_slice(src);
+    }
+    #[inline]
+    fn copy_within(&mut self, src: Range<usize>, dst: usize) {
+        <[u8]>::copy_within(self, src, dst);
+    }
+    #[inline]
+    fn fill(&mut self, range: Range<usize>, byte: u8) {
+        self[range].fill(byte);
+    }
+}
+
+/// A page image in atomic 8-byte words, read with relaxed atomic loads. Safe to use while
+/// another thread writes the same words through [`AtomicBytesMut`]; the values read may then
+/// be a mix of old and new bytes, which is why optimistic readers validate their latch
+/// version before trusting anything they read (sync rule O2).
+#[derive(Clone, Copy)]
+pub struct AtomicBytes<'a> {
+    words: &'a [AtomicU64],
+}
+
+impl<'a> AtomicBytes<'a> {
+    /// Wraps the words of a page image; its length is `8 * words.len()` bytes.
+    pub fn new(words: &'a [AtomicU64]) -> Self {
+        AtomicBytes { words }
+    }
+}
+
+/// Copies bytes `[offset, offset + dst.len())` of `words` into `dst` with relaxed loads.
+#[inline]
+fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
+    let end = offset + dst.len();
+    assert!(end <= words.len() * 8, "read past end of page");
+    let mut pos = offset;
+    let mut out = 0;
+    while pos < end {
+        let w = words[pos / 8].load(Relaxed).to_ne_bytes();
+        let start = pos % 8;
+        let n = (8 - start).min(end - pos);
+        dst[out..out + n].copy_from_slice(&w[start..start + n]);
+        pos += n;
+        out += n;
+    }
+}
+
+/// Writes `src` at `offset` with relaxed stores; partial words are read-modify-written, which
+/// is correct only because the caller holds the X latch (the only writer).
+#[inline]
+fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
+    let end = offset + src.len();
+    assert!(end <= words.len() * 8, "write past end of page");
+    let mut pos = offset;
+    let mut inp = 0;
+    while pos < end {
+        let idx = pos / 8;
+        let start = pos % 8;
+        let n = (8 - start).min(end - pos);
+        let word = if n == 8 {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&src[inp..inp + 8]);
+            b
+        } else {
+            let mut b = words[idx].load(Relaxed).to_ne_bytes();
+            b[start..start + n].copy_from_slice(&src[inp..inp + n]);
+            b
+        };
+        words[idx].store(u64::from_ne_bytes(word), Relaxed);
+        pos += n;
+        inp += n;
+    }
+}
+
+impl PageRead for AtomicBytes<'_> {
+    #[inline]
+    fn page_len(&self) -> usize {
+        self.words.len() * 8
+    }
+    #[inline]
+    fn read_into(&self, offset: usize, dst: &mut [u8]) {
+        atomic_read(self.words, offset, dst);
+    }
+}
+
+/// A page image in atomic words with write access: made only by the holder of a frame's X
+/// latch (or by code that owns the words outright). Writes use relaxed atomic stores so that
+/// concurrent optimistic readers do not race (sync rule O1).
+pub struct AtomicBytesMut<'a> {
+    words: &'a [AtomicU64],
+}
+
+impl<'a> AtomicBytesMut<'a> {
+    /// Wraps words the caller has the exclusive right to write.
+    ///
+    /// Not `unsafe`: every access is atomic, so a second writer could not cause undefined
+    /// behaviour, only a garbled page; the buffer pool hands these out only under an X latch.
+    pub fn new(words: &'a [AtomicU64]) -> Self {
+        AtomicBytesMut { words }
+    }
+}
+
+impl PageRead for AtomicBytesMut<'_> {
+    #[inline]
+    fn page_len(&self) -> usize {
+        self.words.len() * 8
+    }
+    #[inline]
+    fn read_into(&self, offset: usize, dst: &mut [u8]) {
+        atomic_read(self.words, offset, dst);
+    }
+}
+
+impl PageWrite for AtomicBytesMut<'_> {
+    #[inline]
+    fn write_from(&mut self, offset: usize, src: &[u8]) {
+        atomic_write(self.words, offset, src);
+    }
+
+    fn copy_within(&mut self, src: Range<usize>, dst: usize) {
+        const CHUNK: usize = 256;
+        let len = src.end.checked_sub(src.start).expect("reversed range");
+        assert!(src.end <= self.page_len() && dst + len <= self.page_len());
+        let mut buf = [0u8; CHUNK];
+        if dst <= src.start {
+            // Front to back: each chunk's destination ends at or before the next chunk's source.
+            let mut done = 0;
+            while done < len {
+                let n = CHUNK.min(len - done);
+                atomic_read(self.words, src.start + done, &mut buf[..n]);
+                atomic_write(self.words, dst + done, &buf[..n]);
+                done += n;
+            }
+        } else {
+            // Back to front, mirror image of the above.
+            let mut left = len;
+            while left > 0 {
+                let n = CHUNK.min(left);
+                left -= n;
+                atomic_read(self.words, src.start + left, &mut buf[..n]);
+                atomic_write(self.words, dst + left, &buf[..n]);
+            }
+        }
+    }
+
+    fn fill(&mut self, range: Range<usize>, byte: u8) {
+        let buf = [byte; 256];
+        let mut pos = range.start;
+        while pos < range.end {
+            let n = 256.min(range.end - pos);
+            atomic_write(self.words, pos, &buf[..n]);
+            pos += n;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn words(n: usize) -> Vec<AtomicU64> {
+        (0..n).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    proptest! {
+        /// The atomic image behaves exactly like a plain byte array under any sequence of
+        /// writes, moves and fills.
+        #[test]
+        fn atomic_matches_plain(ops in proptest::collection::vec(
+            (0usize..3, 0usize..512, 0usize..512, 0usize..100, any::<u8>()), 1..60)) {
+            let w = words(64);
+            let mut plain = vec![0u8; 512];
+            let mut at = AtomicBytesMut::new(&w);
+            for (kind, a, b, len, byte) in ops {
+                let len = len.min(512 - a).min(512 - b);
+                match kind {
+                    0 => {
+                        let src: Vec<u8> = (0..len).map(|i| byte.wrapping_add(i as u8)).collect();
+                        plain.write_from(a, &src);
+                        at.write_from(a, &src);
+                    }
+                    1 => {
+                        PageWrite::copy_within(plain.as_mut_slice(), a..a + len, b);
+                        at.copy_within(a..a + len, b);
+                    }
+                    _ => {
+                        plain.fill(a..a + len, byte);
+                        at.fill(a..a + len, byte);
+                    }
+                }
+            }
+            let mut out = vec![0u8; 512];
+            AtomicBytes::new(&w).read_into(0, &mut out);
+            prop_assert_eq!(out, plain);
+        }
+    }
+
+    #[test]
+    fn integers_are_little_endian() {
+        let w = words(2);
+        let mut at = AtomicBytesMut::new(&w);
+        at.put_u32(6, 0x0403_0201);
+        assert_eq!(at.u8_at(6), 1);
+        assert_eq!(at.u8_at(9), 4);
+        assert_eq!(at.u32_at(6), 0x0403_0201);
+        at.put_u64(3, u64::MAX - 5);
+        assert_eq!(at.u64_at(3), u64::MAX - 5);
+    }
+}

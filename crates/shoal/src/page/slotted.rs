@@ -1,0 +1,1 @@
+//! Slotted page layout (in progress).

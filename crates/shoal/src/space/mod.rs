@@ -1,0 +1,1 @@
+//! Space manager (in progress).

@@ -1,0 +1,1 @@
+//! Synchronisation primitives (in progress).
