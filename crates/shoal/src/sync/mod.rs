@@ -1,1 +1,80 @@
-//! Synchronisation primitives (in progress).
+//! # Synchronisation: hybrid latches
+//!
+//! Job: the latch every page frame and page-table bucket carries — one 64-bit word that
+//! offers three modes (Böttcher, Leis, Giceva, Neumann, Kemper, "Scalable and Robust
+//! Latches for Database Systems", DaMoN 2020; Leis et al., "The ART of Practical
+//! Synchronization", DaMoN 2016):
+//!
+//! ```text
+//!   optimistic  read the version, read the data, validate the version   (no shared write)
+//!   shared      many readers, counted in the word                       (one RMW in, one out)
+//!   exclusive   one writer; its release bumps the version               (one RMW in, one out)
+//!
+//!   state word:  63     62      61 ........ 42   41 ............... 0
+//!               [ X ][ PARKED ][ shared count ][       version        ]
+//! ```
+//!
+//! ## Invariants
+//! 1. **X excludes S**: the X bit is set only by a CAS that saw it clear; a thread that sets it
+//!    then waits until the shared count drains to zero before it touches the data. New shared
+//!    acquisitions never start while X is set — so a waiting writer is not starved by a stream
+//!    of readers.
+//! 2. **Version**: changes only when an exclusive holder releases (or downgrades), by exactly
+//!    one (mod 2^42). An optimistic read is valid iff at validation X is clear and the version
+//!    equals the one read at the start.
+//! 3. **Wake-ups are never lost**: a thread parks only after setting PARKED, and re-checks
+//!    (`validate` under the parking-lot bucket lock) that it must still wait and that PARKED is
+//!    still set. Every release that can unblock someone (exclusive release/downgrade, last
+//!    shared release while X is set) clears PARKED *before* `unpark_all`, so a waiter either is
+//!    in the queue when `unpark_all` runs or sees PARKED clear and does not sleep.
+//!
+//! ## Why the optimistic read path is sound in Rust
+//! An optimistic reader reads memory that an exclusive holder may be writing at the same
+//! moment. Rust's memory model (C++20's) makes that undefined behaviour if either access is
+//! non-atomic, *even if the reader throws the value away after failing validation*. Shoal
+//! therefore never lets an optimistic reader touch non-atomic memory: page frames are arrays
+//! of `AtomicU64` words read with relaxed loads (`page::AtomicBytes`) and written, under the X
+//! latch, with relaxed stores of the same size (`page::AtomicBytesMut`) — rules O1/O2. Frame
+//! metadata read optimistically (page id, hash links) are atomics too. What remains is the
+//! classic seqlock ordering argument (Boehm, "Can Seqlocks Get Along With Programming Language
+//! Memory Models?", MSPC 2012):
+//!
+//! * writer: `CAS(set X, Acquire)` → `fence(Release)` → relaxed data stores →
+//!   `swap(version+1, X clear, Release)`;
+//! * reader: `load(Acquire)` = v → relaxed data loads → `fence(Acquire)` → `load(Relaxed)` = v'.
+//!
+//! If any relaxed load read a value stored by a writer after its `fence(Release)`, that fence
+//! synchronises with the reader's `fence(Acquire)`, so the writer's X-setting CAS happens
+//! before the reader's second load, which therefore sees X set or a later version: validation
+//! fails. If validation succeeds, every load read values from before the writer's critical
+//! section, i.e. a consistent snapshot published by the previous release (whose Release the
+//! reader's first Acquire load synchronised with). Values read before validation may be torn
+//! garbage; code on the optimistic path treats them as untrusted (bounds-checks every offset)
+//! until `validate` succeeds.
+//!
+//! Rules for users: (O1) memory read optimistically is only ever accessed atomically; (O2)
+//! nothing read optimistically is acted upon (beyond bounds-checked reading) before
+//! validation; (O3) a failed validation is `Err(Restart)`, retried by one loop at the top of
+//! the operation (STYLE.md practice 5).
+//!
+//! ## Waiting
+//! A blocked acquisition spins with exponential backoff for a bounded number of rounds
+//! (`SPIN_ROUNDS`), then parks on the latch's address in `parking_lot_core`'s global table.
+//! Parking costs nothing while nobody waits: the uncontended path is one CAS.
+//!
+//! ## Not done here
+//! No fairness between writers (the next writer is whoever wins the CAS); no recursion; no
+//! upgrade from shared to exclusive (it deadlocks two upgraders — release and take X instead,
+//! or upgrade from an optimistic guard, which fails cleanly).
+//!
+//! The `loom` models in `loom_tests.rs` check invariants 1–3 (`RUSTFLAGS="--cfg loom"`).
+
+mod latch;
+mod shim;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+#[cfg(all(test, not(loom)))]
+mod stress_tests;
+
+pub use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart, SharedGuard};

@@ -1,0 +1,457 @@
+//! [`HybridLatch`] and its per-mode guards. Rules and the soundness argument: module `sync`.
+
+use super::shim::{fence, spin_hint, AtomicU64, Parker, SPIN_ROUNDS};
+use std::fmt;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::time::{Duration, Instant};
+
+const X_BIT: u64 = 1 << 63;
+const PARKED: u64 = 1 << 62;
+const S_SHIFT: u32 = 42;
+const S_ONE: u64 = 1 << S_SHIFT;
+const S_MASK: u64 = ((1 << 20) - 1) << S_SHIFT;
+const V_MASK: u64 = S_ONE - 1;
+
+const _: () = assert!(S_MASK & (X_BIT | PARKED | V_MASK) == 0);
+const _: () = assert!(X_BIT | PARKED | S_MASK | V_MASK == u64::MAX);
+
+/// A failed optimistic validation: the data read may be inconsistent and the operation must
+/// restart from its beginning (sync rule O3). Also returned by [`OptimisticGuard::upgrade`]
+/// when the version moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Restart;
+
+impl fmt::Display for Restart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("optimistic validation failed; restart the operation")
+    }
+}
+
+impl std::error::Error for Restart {}
+
+/// A hybrid latch: optimistic, shared and exclusive modes in one 64-bit word (see `sync`).
+///
+/// Size: 8 bytes (plus a mutex and condition variable under loom).
+pub struct HybridLatch {
+    state: AtomicU64,
+    parker: Parker,
+}
+
+impl Default for HybridLatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for HybridLatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.state.load(Relaxed);
+        f.debug_struct("HybridLatch")
+            .field("exclusive", &(s & X_BIT != 0))
+            .field("shared", &((s & S_MASK) >> S_SHIFT))
+            .field("parked", &(s & PARKED != 0))
+            .field("version", &(s & V_MASK))
+            .finish()
+    }
+}
+
+impl HybridLatch {
+    /// A free latch with version 0.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        HybridLatch {
+            state: AtomicU64::new(0),
+            parker: Parker::new(),
+        }
+    }
+
+    /// A free latch with version 0.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        HybridLatch {
+            state: AtomicU64::new(0),
+            parker: Parker::new(),
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// The current version (changes on every exclusive release). For diagnostics and tests.
+    pub fn version(&self) -> u64 {
+        self.state.load(Relaxed) & V_MASK
+    }
+
+    /// True if some thread holds (or is acquiring) the latch exclusively.
+    pub fn is_exclusive(&self) -> bool {
+        self.state.load(Relaxed) & X_BIT != 0
+    }
+
+    /// Number of shared holders right now.
+    pub fn shared_count(&self) -> u64 {
+        (self.state.load(Relaxed) & S_MASK) >> S_SHIFT
+    }
+
+    // ---------------------------------------------------------------- optimistic
+
+    /// Starts an optimistic read if no exclusive holder is present.
+    ///
+    /// # Errors
+    /// [`Restart`] if the latch is held exclusively (the caller may retry or wait).
+    #[inline]
+    pub fn try_optimistic(&self) -> Result<OptimisticGuard<'_>, Restart> {
+        let s = self.state.load(Acquire);
+        if s & X_BIT == 0 {
+            Ok(OptimisticGuard {
+                latch: self,
+                version: s & V_MASK,
+            })
+        } else {
+            Err(Restart)
+        }
+    }
+
+    /// Starts an optimistic read, waiting (spin, then park) while an exclusive holder is
+    /// present. Never writes to the latch word unless it has to park.
+    #[inline]
+    pub fn optimistic(&self) -> OptimisticGuard<'_> {
+        match self.try_optimistic() {
+            Ok(g) => g,
+            Err(Restart) => self.optimistic_slow(),
+        }
+    }
+
+    #[cold]
+    fn optimistic_slow(&self) -> OptimisticGuard<'_> {
+        loop {
+            self.wait_while(|s| s & X_BIT != 0);
+            if let Ok(g) = self.try_optimistic() {
+                return g;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- shared
+
+    /// Acquires the latch in shared mode if that is possible without waiting.
+    #[inline]
+    pub fn try_shared(&self) -> Option<SharedGuard<'_>> {
+        let mut s = self.state.load(Relaxed);
+        loop {
+            if s & X_BIT != 0 {
+                return None;
+            }
+            assert!(s & S_MASK != S_MASK, "shared count overflow");
+            match self
+                .state
+                .compare_exchange_weak(s, s + S_ONE, Acquire, Relaxed)
+            {
+                Ok(_) => return Some(SharedGuard { latch: self }),
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// Acquires the latch in shared mode, waiting while an exclusive holder is present.
+    #[inline]
+    pub fn shared(&self) -> SharedGuard<'_> {
+        self.shared_timed().0
+    }
+
+    /// As [`HybridLatch::shared`], and says how long it waited (`None` if it did not wait),
+    /// for latch-wait statistics.
+    #[inline]
+    pub fn shared_timed(&self) -> (SharedGuard<'_>, Option<Duration>) {
+        if let Some(g) = self.try_shared() {
+            return (g, None);
+        }
+        self.shared_slow()
+    }
+
+    #[cold]
+    fn shared_slow(&self) -> (SharedGuard<'_>, Option<Duration>) {
+        let start = Instant::now();
+        loop {
+            self.wait_while(|s| s & X_BIT != 0);
+            if let Some(g) = self.try_shared() {
+                return (g, Some(start.elapsed()));
+            }
+        }
+    }
+
+    fn unlock_shared(&self) {
+        // Release: our reads happen before a writer's drain check (Acquire) sees the count.
+        let prev = self.state.fetch_sub(S_ONE, Release);
+        debug_assert!(prev & S_MASK != 0, "unlock_shared without a shared holder");
+        if prev & S_MASK == S_ONE && prev & (X_BIT | PARKED) == X_BIT | PARKED {
+            // Last reader out while a writer waits for the drain: wake it (rule 3).
+            self.wake_all();
+        }
+    }
+
+    // ---------------------------------------------------------------- exclusive
+
+    /// Acquires the latch exclusively if it is free (no holder in any mode); never waits.
+    /// Used for CLOCK victims.
+    #[inline]
+    pub fn try_exclusive(&self) -> Option<ExclusiveGuard<'_>> {
+        let s = self.state.load(Relaxed);
+        if s & (X_BIT | S_MASK) != 0 {
+            return None;
+        }
+        match self.state.compare_exchange(s, s | X_BIT, Acquire, Relaxed) {
+            Ok(_) => {
+                fence(Release); // seqlock: X is visible before any data store (module doc)
+                Some(ExclusiveGuard { latch: self })
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Acquires the latch exclusively, waiting for other holders to leave.
+    #[inline]
+    pub fn exclusive(&self) -> ExclusiveGuard<'_> {
+        self.exclusive_timed().0
+    }
+
+    /// As [`HybridLatch::exclusive`], and says how long it waited (`None` if it did not).
+    #[inline]
+    pub fn exclusive_timed(&self) -> (ExclusiveGuard<'_>, Option<Duration>) {
+        if let Some(g) = self.try_exclusive() {
+            return (g, None);
+        }
+        self.exclusive_slow()
+    }
+
+    #[cold]
+    fn exclusive_slow(&self) -> (ExclusiveGuard<'_>, Option<Duration>) {
+        let start = Instant::now();
+        // Phase 1: claim the X bit (blocks new shared and optimistic entries; rule 1).
+        loop {
+            let s = self.state.load(Relaxed);
+            if s & X_BIT == 0 {
+                if self
+                    .state
+                    .compare_exchange_weak(s, s | X_BIT, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    break;
+                }
+                continue;
+            }
+            self.wait_while(|s| s & X_BIT != 0);
+        }
+        fence(Release); // seqlock ordering, as in try_exclusive
+        // Phase 2: wait for the readers that were inside to leave.
+        if self.state.load(Acquire) & S_MASK != 0 {
+            self.wait_while(|s| s & S_MASK != 0);
+            // Acquire: pairs with the readers' Release decrement.
+            fence(Acquire);
+        }
+        (ExclusiveGuard { latch: self }, Some(start.elapsed()))
+    }
+
+    fn unlock_exclusive(&self) {
+        // We own X and the shared count is zero, so only PARKED can change under us (set by
+        // waiters with CAS); swap captures it atomically.
+        let s = self.state.load(Relaxed);
+        debug_assert!(s & X_BIT != 0 && s & S_MASK == 0);
+        let next = (s + 1) & V_MASK;
+        let prev = self.state.swap(next, Release);
+        if prev & PARKED != 0 {
+            self.parker.unpark_all(self.key());
+        }
+    }
+
+    fn downgrade_exclusive(&self) {
+        let s = self.state.load(Relaxed);
+        debug_assert!(s & X_BIT != 0 && s & S_MASK == 0);
+        let next = ((s + 1) & V_MASK) | S_ONE;
+        let prev = self.state.swap(next, Release);
+        if prev & PARKED != 0 {
+            self.parker.unpark_all(self.key());
+        }
+    }
+
+    // ---------------------------------------------------------------- waiting
+
+    /// Waits until `blocked(state)` is false: bounded exponential spinning, then parking.
+    /// Returns without guaranteeing anything: callers re-try their CAS.
+    fn wait_while(&self, blocked: impl Fn(u64) -> bool) {
+        for round in 0..SPIN_ROUNDS {
+            if !blocked(self.state.load(Relaxed)) {
+                return;
+            }
+            for _ in 0..(1u32 << round.min(6)) {
+                spin_hint();
+            }
+        }
+        loop {
+            let s = self.state.load(Relaxed);
+            if !blocked(s) {
+                return;
+            }
+            if s & PARKED == 0
+                && self
+                    .state
+                    .compare_exchange_weak(s, s | PARKED, Relaxed, Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            // Rule 3: sleep only if we still must wait and nobody cleared PARKED since.
+            self.parker.park(self.key(), || {
+                let s = self.state.load(Relaxed);
+                blocked(s) && s & PARKED != 0
+            });
+        }
+    }
+
+    /// Clears PARKED and wakes every parked thread (rule 3: clear before unpark).
+    fn wake_all(&self) {
+        let prev = self.state.fetch_and(!PARKED, Relaxed);
+        if prev & PARKED != 0 {
+            self.parker.unpark_all(self.key());
+        }
+    }
+}
+
+/// An optimistic read of a [`HybridLatch`]: holds nothing, remembers the version.
+/// Copyable; dropping it does nothing.
+#[derive(Clone, Copy)]
+pub struct OptimisticGuard<'a> {
+    latch: &'a HybridLatch,
+    version: u64,
+}
+
+impl<'a> OptimisticGuard<'a> {
+    /// The version this read started at.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Checks that no exclusive holder has been or is inside since the read started.
+    ///
+    /// # Errors
+    /// [`Restart`] if the data read since the start may be inconsistent.
+    #[inline]
+    pub fn validate(&self) -> Result<(), Restart> {
+        fence(Acquire); // seqlock: order the data loads before the version re-read
+        let s = self.latch.state.load(Relaxed);
+        if s & (X_BIT | V_MASK) == self.version {
+            Ok(())
+        } else {
+            Err(Restart)
+        }
+    }
+
+    /// Turns this read into an exclusive hold if the version has not changed, waiting for
+    /// shared holders to leave.
+    ///
+    /// # Errors
+    /// [`Restart`] if a writer was or is inside since the read started.
+    pub fn upgrade(self) -> Result<ExclusiveGuard<'a>, Restart> {
+        let l = self.latch;
+        let mut s = l.state.load(Relaxed);
+        loop {
+            if s & (X_BIT | V_MASK) != self.version {
+                return Err(Restart);
+            }
+            match l
+                .state
+                .compare_exchange_weak(s, s | X_BIT, Acquire, Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
+        }
+        fence(Release);
+        if l.state.load(Acquire) & S_MASK != 0 {
+            l.wait_while(|s| s & S_MASK != 0);
+            fence(Acquire);
+        }
+        Ok(ExclusiveGuard { latch: l })
+    }
+}
+
+/// A shared hold of a [`HybridLatch`]; released on drop.
+pub struct SharedGuard<'a> {
+    latch: &'a HybridLatch,
+}
+
+impl Drop for SharedGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.latch.unlock_shared();
+    }
+}
+
+/// An exclusive hold of a [`HybridLatch`]; released on drop, which bumps the version.
+pub struct ExclusiveGuard<'a> {
+    latch: &'a HybridLatch,
+}
+
+impl<'a> ExclusiveGuard<'a> {
+    /// Atomically turns the exclusive hold into a shared one (bumping the version, since the
+    /// data may have changed). Waiting readers are woken.
+    pub fn downgrade(self) -> SharedGuard<'a> {
+        let latch = self.latch;
+        std::mem::forget(self);
+        latch.downgrade_exclusive();
+        SharedGuard { latch }
+    }
+}
+
+impl Drop for ExclusiveGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.latch.unlock_exclusive();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_exclude_as_documented() {
+        let l = HybridLatch::new();
+        let o = l.optimistic();
+        {
+            let _s1 = l.shared();
+            let _s2 = l.try_shared().expect("shared is shared");
+            assert!(l.try_exclusive().is_none());
+            assert_eq!(l.shared_count(), 2);
+            o.validate().expect("readers do not invalidate");
+        }
+        {
+            let _x = l.exclusive();
+            assert!(l.try_shared().is_none());
+            assert!(l.try_exclusive().is_none());
+            assert_eq!(l.try_optimistic().err(), Some(Restart));
+            assert_eq!(o.validate(), Err(Restart));
+        }
+        assert_eq!(o.validate(), Err(Restart), "version moved");
+        assert_eq!(l.version(), 1);
+        let o2 = l.optimistic();
+        let x = o2.upgrade().expect("unchanged version upgrades");
+        let s = x.downgrade();
+        assert_eq!(l.version(), 2);
+        assert_eq!(l.shared_count(), 1);
+        assert_eq!(o2.upgrade().err(), Some(Restart));
+        drop(s);
+        assert_eq!(l.shared_count(), 0);
+    }
+
+    #[test]
+    fn version_wraps_without_touching_other_bits() {
+        let l = HybridLatch::new();
+        l.state.store(V_MASK, Relaxed);
+        drop(l.exclusive());
+        assert_eq!(l.version(), 0);
+        assert!(!l.is_exclusive());
+        assert_eq!(l.shared_count(), 0);
+    }
+}
