@@ -1,1 +1,64 @@
-//! Buffer pool (in progress).
+//! # Buffer pool
+//!
+//! Job: cache pages of a data file in a fixed array of frames allocated at open, hand them
+//! out fixed in optimistic, shared or exclusive mode, and write dirty pages back — obeying
+//! the WAL rule — when they are evicted, cleaned in the background, or flushed at close.
+//! DESIGN.md §3.3; the scalability problems it avoids are Shore's single buffer-pool mutex
+//! (Shore-MT paper §7.1–7.2) and Derby's hot root-page latch (seed 000 §5.1.2).
+//!
+//! ```text
+//!   fix(pid) ─► page table ──(optimistic bucket read: no write)──► frame index
+//!                  │ miss                                          │ hit
+//!                  ▼                                               ▼
+//!   CLOCK hand ─► try-X victim ─► write back if dirty ─► insert X-latched ─► read ─► guard
+//!                                    (force_log first)     ("being read")   (no table latch)
+//!
+//!   frames: [Frame; n]  64-byte control blocks: latch, page id, chain link, ref bit, dirty, rec LSN
+//!   memory: [AtomicU64; n * page_size/8]  page images (atomic words: see `sync`, rule O1)
+//! ```
+//!
+//! ## Rules
+//! 1. **Latch order**: frame X before bucket X; no thread waits for a frame latch while
+//!    holding a bucket latch, and bucket latches are held only for a chain update. A thread
+//!    holds at most one frame latch from inside the pool (the victim or the page it loads).
+//! 2. **The latch is the pin.** A frame is evicted only by a thread that wins `try_exclusive`
+//!    on it, which is impossible while anyone holds it in S or X; so a fixed page never moves.
+//!    This replaces a separate pin count (DESIGN.md's "pin-if-pinned" CAS) and makes a hit one
+//!    atomic read-modify-write instead of two. A frame's page id changes only under its X latch
+//!    (and its bucket's X latch), so after latching, a fixer re-checks the page id and looks
+//!    again if the frame was reassigned in between. An optimistic fix takes no latch at all:
+//!    its version validation covers the page-id check.
+//! 3. **Misses** install the victim frame in the table already X-latched, then read with no
+//!    table latch held; concurrent fixers of the same page find the frame and wait on its latch
+//!    instead of reading twice. A failed read removes the frame again and returns the error.
+//! 4. **Replacement** is CLOCK with an atomic hand; candidates are taken with try-latch, never
+//!    waited for; no latch other than the victim's X is held while it is written back.
+//! 5. **WAL rule and recovery LSNs**: before a dirty page is written, `WalHook::force_log` is
+//!    called with its page LSN. A page turning dirty records the log's current end as its
+//!    recovery LSN *before* its log record is appended, so the cleaner can publish a safe
+//!    lower bound without latching (see `cleaner`).
+//! 6. **Sticky failure**: after a write-back or sync error no page is written again; dirty
+//!    pages stay in memory (never silently dropped), clean pages are still read and evicted,
+//!    and writes answer `Error::PoolFailed` naming the first failure until the database is
+//!    reopened (PostgreSQL's 2018 fsync lesson).
+//! 7. **Checksums** are sealed on a private copy of the page when it is written and verified
+//!    when it is read (page rule 1); a bad page is `Error::Corruption` naming the page.
+//!
+//! ## Not done here
+//! No prefetch or read-ahead; one data file per pool; pages are never pinned without a latch
+//! (cursors re-seek by key instead, DESIGN.md §3.9); the pool does not allocate pages (that is
+//! `space`).
+
+mod cleaner;
+mod frame;
+mod guard;
+mod page_table;
+mod pool;
+mod wal;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub use guard::{ExclusiveGuard, OptimisticPage, SharedGuard};
+pub use pool::BufferPool;
+pub use wal::{NoWal, WalHook};

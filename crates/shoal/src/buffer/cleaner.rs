@@ -1,0 +1,119 @@
+//! The background page cleaner (DESIGN.md §3.3, Shore-MT §7.7).
+//!
+//! Each pass: read the end of the log `L`; collect the dirty frames; write them in page-id
+//! order (sequential-ish I/O) in batches, skipping frames it cannot latch in shared mode at
+//! once (they are in use; the next pass gets them); then publish
+//! `min(L, rec_lsn of every frame still dirty)` as the pool's oldest recovery LSN.
+//!
+//! Why that bound is safe without latching every frame: a page becomes dirty (and gets its
+//! recovery LSN) *before* its log record is appended (buffer rule 5), so a record with LSN
+//! below `L` belongs to a page whose dirty flag was set before `L` was read and is seen by the
+//! scan that follows; a page dirtied after the scan started has a recovery LSN ≥ `L`.
+//!
+//! The thread holds only a `Weak` reference to the pool, so it never keeps a dropped pool
+//! alive; it stops when told to or when the pool is gone.
+
+use super::pool::BufferPool;
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+#[derive(Default)]
+struct Control {
+    stop: bool,
+    wake: bool,
+}
+
+pub(crate) struct Cleaner {
+    ctl: Arc<(Mutex<Control>, Condvar)>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Cleaner {
+    pub(crate) fn start(pool: Weak<BufferPool>, interval: Duration, batch: usize) -> Cleaner {
+        let ctl: Arc<(Mutex<Control>, Condvar)> = Arc::default();
+        let ctl2 = ctl.clone();
+        let thread = std::thread::Builder::new()
+            .name("shoal-cleaner".into())
+            .spawn(move || loop {
+                {
+                    let (m, cv) = &*ctl2;
+                    let mut c = m.lock();
+                    if !c.stop && !c.wake {
+                        cv.wait_for(&mut c, interval);
+                    }
+                    if c.stop {
+                        return;
+                    }
+                    c.wake = false;
+                }
+                let Some(pool) = pool.upgrade() else { return };
+                clean_pass(&pool, batch);
+            })
+            .expect("spawn page cleaner thread");
+        Cleaner {
+            ctl,
+            thread: Mutex::new(Some(thread)),
+        }
+    }
+
+    pub(crate) fn wake(&self) {
+        let (m, cv) = &*self.ctl;
+        m.lock().wake = true;
+        cv.notify_one();
+    }
+
+    /// Stops the thread and waits for it (unless called from the cleaner thread itself,
+    /// which happens when its pass held the last reference to the pool).
+    pub(crate) fn stop(&self) {
+        {
+            let (m, cv) = &*self.ctl;
+            m.lock().stop = true;
+            cv.notify_one();
+        }
+        let handle = self.thread.lock().take();
+        if let Some(h) = handle {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// One cleaning pass; see the module doc. Write errors make the pool refuse writes (rule 6);
+/// the pass then stops early.
+pub(crate) fn clean_pass(pool: &BufferPool, batch: usize) {
+    let log_end = pool.wal.current_lsn().0;
+    let mut dirty: Vec<(u64, u32)> = pool
+        .frames
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.dirty.load(Relaxed))
+        .map(|(i, f)| (f.page_id.load(Relaxed), i as u32))
+        .collect();
+    dirty.sort_unstable();
+    'outer: for chunk in dirty.chunks(batch) {
+        for &(pid, f) in chunk {
+            let fr = &pool.frames[f as usize];
+            let Some(_s) = fr.latch.try_shared() else {
+                continue;
+            };
+            if fr.page_id.load(Relaxed) != pid {
+                continue;
+            }
+            if pool.write_back(f).is_err() {
+                break 'outer;
+            }
+        }
+        std::thread::yield_now();
+    }
+    let oldest = pool
+        .frames
+        .iter()
+        .filter(|f| f.dirty.load(Acquire))
+        .map(|f| f.rec_lsn.load(Relaxed))
+        .fold(log_end, u64::min);
+    pool.oldest_rec_lsn.store(oldest, Release);
+}

@@ -1,0 +1,49 @@
+//! A buffer frame's control block.
+
+use crate::sync::HybridLatch;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// "No frame" in hash chains.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Control block of one frame (one cache line, so hot frames do not share lines).
+///
+/// Field rules (buffer rules in `buffer`'s module doc):
+/// * `page_id` changes only while the frame is X-latched *and* while it is in no hash chain
+///   or under its chain's bucket X latch (rule 2);
+/// * `next` changes only under the X latch of the bucket whose chain holds the frame;
+/// * `dirty` is set by the holder of the frame's X latch, cleared by a writer holding S or X;
+/// * `rec_lsn` is meaningful only while `dirty` is set (rule 5).
+#[repr(align(64))]
+pub(crate) struct Frame {
+    pub(crate) latch: HybridLatch,
+    pub(crate) page_id: AtomicU64,
+    pub(crate) next: AtomicU32,
+    pub(crate) referenced: AtomicBool,
+    pub(crate) dirty: AtomicBool,
+    pub(crate) rec_lsn: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<Frame>() == 64 || cfg!(loom));
+
+impl Frame {
+    pub(crate) fn new() -> Frame {
+        Frame {
+            latch: HybridLatch::new(),
+            page_id: AtomicU64::new(u64::MAX),
+            next: AtomicU32::new(NIL),
+            referenced: AtomicBool::new(false),
+            dirty: AtomicBool::new(false),
+            rec_lsn: AtomicU64::new(0),
+        }
+    }
+
+    /// Sets the CLOCK reference bit, writing only if it is clear (so a hot frame's line is
+    /// not written on every hit).
+    #[inline]
+    pub(crate) fn touch(&self) {
+        if !self.referenced.load(Relaxed) {
+            self.referenced.store(true, Relaxed);
+        }
+    }
+}

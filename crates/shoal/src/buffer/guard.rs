@@ -1,0 +1,179 @@
+//! Page guards: a fixed page in optimistic, shared or exclusive mode (STYLE.md practice 5).
+//! Dropping a guard unfixes the page.
+
+use super::pool::BufferPool;
+use crate::page::{header, AtomicBytes, AtomicBytesMut};
+use crate::sync::{self, Restart};
+use crate::types::{Lsn, PageId};
+use std::sync::atomic::Ordering::{Relaxed, Release};
+
+/// Views a frame's words as plain bytes.
+///
+/// # Safety
+/// The caller must hold the frame's latch in S or X mode for the lifetime of the slice, and
+/// must not write the frame while the slice lives: then no write races with the slice's
+/// non-atomic reads (optimistic readers only read).
+unsafe fn frame_bytes(pool: &BufferPool, f: u32) -> &[u8] {
+    let w = pool.words(f);
+    // SAFETY: words are initialised memory of len*8 bytes; see the function's contract.
+    unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, w.len() * 8) }
+}
+
+/// A page fixed in shared mode: readable, stays resident and unchanged until dropped.
+pub struct SharedGuard<'a> {
+    pool: &'a BufferPool,
+    frame: u32,
+    _latch: sync::SharedGuard<'a>,
+}
+
+impl<'a> SharedGuard<'a> {
+    pub(crate) fn new(pool: &'a BufferPool, frame: u32, latch: sync::SharedGuard<'a>) -> Self {
+        SharedGuard {
+            pool,
+            frame,
+            _latch: latch,
+        }
+    }
+
+    /// The page's bytes (the whole page, `page_size` bytes; the checksum field is stale).
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: we hold the S latch for our lifetime, which bounds the slice's.
+        unsafe { frame_bytes(self.pool, self.frame) }
+    }
+
+    /// The page's id.
+    pub fn page_id(&self) -> PageId {
+        PageId(self.pool.frames[self.frame as usize].page_id.load(Relaxed))
+    }
+
+    /// The page LSN from the header.
+    pub fn page_lsn(&self) -> Lsn {
+        header::page_lsn(self.bytes())
+    }
+}
+
+/// A page fixed in exclusive mode: readable and writable; the change sequence is
+/// `page_mut` → [`ExclusiveGuard::mark_dirty`] → (log record) → [`ExclusiveGuard::set_page_lsn`]
+/// → drop (STYLE.md practice 3).
+pub struct ExclusiveGuard<'a> {
+    pool: &'a BufferPool,
+    frame: u32,
+    latch: sync::ExclusiveGuard<'a>,
+}
+
+impl<'a> ExclusiveGuard<'a> {
+    pub(crate) fn new(pool: &'a BufferPool, frame: u32, latch: sync::ExclusiveGuard<'a>) -> Self {
+        ExclusiveGuard { pool, frame, latch }
+    }
+
+    /// The page's bytes for reading (`page_size` bytes).
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: X latch held; writes need `&mut self`, so none happen while this borrow lives.
+        unsafe { frame_bytes(self.pool, self.frame) }
+    }
+
+    /// Write access to the page (atomic word stores, sync rule O1).
+    #[inline]
+    pub fn page_mut(&mut self) -> AtomicBytesMut<'_> {
+        AtomicBytesMut::new(self.pool.words(self.frame))
+    }
+
+    /// The page's id.
+    pub fn page_id(&self) -> PageId {
+        PageId(self.pool.frames[self.frame as usize].page_id.load(Relaxed))
+    }
+
+    /// The page LSN from the header.
+    pub fn page_lsn(&self) -> Lsn {
+        header::page_lsn(self.bytes())
+    }
+
+    /// Marks the page dirty. If it was clean, its recovery LSN becomes the current end of the
+    /// log (≤ the LSN of the record about to describe this change; buffer rule 5).
+    pub fn mark_dirty(&mut self) {
+        let fr = &self.pool.frames[self.frame as usize];
+        if !fr.dirty.load(Relaxed) {
+            fr.rec_lsn.store(self.pool.wal.current_lsn().0, Relaxed);
+            fr.dirty.store(true, Release);
+        }
+    }
+
+    /// True if the page has changes not yet written.
+    pub fn is_dirty(&self) -> bool {
+        self.pool.frames[self.frame as usize].dirty.load(Relaxed)
+    }
+
+    /// Stores `lsn` as the page LSN (after appending the change's log record) and marks the
+    /// page dirty if it is not already.
+    pub fn set_page_lsn(&mut self, lsn: Lsn) {
+        self.mark_dirty();
+        header::set_page_lsn(&mut self.page_mut(), lsn);
+    }
+
+    /// Turns the exclusive fix into a shared one without letting a writer in between.
+    pub fn downgrade(self) -> SharedGuard<'a> {
+        SharedGuard {
+            pool: self.pool,
+            frame: self.frame,
+            _latch: self.latch.downgrade(),
+        }
+    }
+}
+
+/// An optimistic fix: no latch held, nothing written on a hit. Everything read through
+/// [`OptimisticPage::bytes`] is untrusted until [`OptimisticPage::validate`] succeeds (sync
+/// rules O1–O3). The frame's memory stays valid to read even if the page is evicted meanwhile
+/// (frames are never freed), which is what makes reading before validation safe.
+pub struct OptimisticPage<'a> {
+    pool: &'a BufferPool,
+    frame: u32,
+    page_id: PageId,
+    guard: sync::OptimisticGuard<'a>,
+}
+
+impl<'a> OptimisticPage<'a> {
+    pub(crate) fn new(
+        pool: &'a BufferPool,
+        frame: u32,
+        page_id: PageId,
+        guard: sync::OptimisticGuard<'a>,
+    ) -> Self {
+        OptimisticPage {
+            pool,
+            frame,
+            page_id,
+            guard,
+        }
+    }
+
+    /// The page id this read is of.
+    pub fn page_id(&self) -> PageId {
+        self.page_id
+    }
+
+    /// Atomic view of the frame's bytes (`page_size` bytes).
+    #[inline]
+    pub fn bytes(&self) -> AtomicBytes<'a> {
+        AtomicBytes::new(self.pool.words(self.frame))
+    }
+
+    /// Checks that the frame still holds this page and nobody wrote it since the read began.
+    ///
+    /// # Errors
+    /// [`Restart`]: discard everything read and start over.
+    #[inline]
+    pub fn validate(&self) -> Result<(), Restart> {
+        self.guard.validate()
+    }
+
+    /// Upgrades to an exclusive fix if nothing changed since the read began.
+    ///
+    /// # Errors
+    /// [`Restart`] if the page changed or was evicted.
+    pub fn upgrade(self) -> Result<ExclusiveGuard<'a>, Restart> {
+        let latch = self.guard.upgrade()?;
+        Ok(ExclusiveGuard::new(self.pool, self.frame, latch))
+    }
+}

@@ -1,0 +1,519 @@
+//! [`BufferPool`]: fix paths, the miss path, CLOCK replacement and write-back.
+
+use super::cleaner::Cleaner;
+use super::frame::Frame;
+use super::guard::{ExclusiveGuard, OptimisticPage, SharedGuard};
+use super::page_table::PageTable;
+use super::wal::WalHook;
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, StorageFile};
+use crate::options::Options;
+use crate::page::{header, AtomicBytes, AtomicBytesMut, PageRead, PageType, PageWrite};
+use crate::stats::{BufferStats, LatchWaitTable, StripedCounter};
+use crate::sync;
+use crate::types::{Lsn, PageId};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Full CLOCK rounds a victim search makes before giving up with `PoolExhausted`.
+const VICTIM_ROUNDS: usize = 4;
+
+pub(crate) struct Counters {
+    pub(crate) hits: StripedCounter,
+    pub(crate) misses: StripedCounter,
+    pub(crate) evictions: StripedCounter,
+    pub(crate) dirty_writes: StripedCounter,
+    pub(crate) optimistic_restarts: StripedCounter,
+    pub(crate) latch_waits: LatchWaitTable,
+}
+
+/// The buffer pool: a fixed array of frames caching the pages of one data file
+/// (DESIGN.md §3.3; rules in the module doc of `buffer`).
+pub struct BufferPool {
+    pub(crate) frames: Box<[Frame]>,
+    /// Page images, `words_per_page` atomic words per frame, frame `i` at `i * words_per_page`.
+    mem: Box<[AtomicU64]>,
+    words_per_page: usize,
+    page_size: usize,
+    table: PageTable,
+    hand: AtomicUsize,
+    file: Arc<dyn StorageFile>,
+    pub(crate) wal: Arc<dyn WalHook>,
+    /// First write-back failure; once set, no page is written again (buffer rule 6).
+    failed: OnceLock<String>,
+    pub(crate) counters: Counters,
+    /// Lower bound of the recovery LSNs of all dirty pages, published by the cleaner.
+    pub(crate) oldest_rec_lsn: AtomicU64,
+    cleaner: OnceLock<Cleaner>,
+}
+
+/// Allocates `n` zeroed atomic words with `calloc`-like lazy zeroing, so untouched frames
+/// cost no resident memory.
+fn zeroed_words(n: usize) -> Box<[AtomicU64]> {
+    let v: Vec<u64> = vec![0; n];
+    let mut v = std::mem::ManuallyDrop::new(v.into_boxed_slice());
+    let len = v.len();
+    let ptr = v.as_mut_ptr() as *mut AtomicU64;
+    // SAFETY: AtomicU64 has the same size, bit validity and (on every 64-bit target we
+    // support, checked below) alignment as u64; the allocation is handed over whole.
+    const _: () =
+        assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>() || cfg!(loom));
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }
+}
+
+thread_local! {
+    /// Per-thread I/O scratch page (aligned for O_DIRECT), reused across calls.
+    static SCRATCH: RefCell<Option<AlignedBuf>> = const { RefCell::new(None) };
+}
+
+fn with_scratch<R>(page_size: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.as_ref().map(|b| b.len()) != Some(page_size) {
+            *s = Some(AlignedBuf::new(page_size));
+        }
+        f(s.as_mut().expect("just set"))
+    })
+}
+
+impl BufferPool {
+    /// Opens a pool of `options.frame_count()` frames over `file` and starts the page cleaner
+    /// if `options.cleaner_enabled`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the options are out of range (see [`Options::validate`]).
+    pub fn open(
+        file: Arc<dyn StorageFile>,
+        options: &Options,
+        wal: Arc<dyn WalHook>,
+    ) -> Result<Arc<BufferPool>> {
+        options.validate()?;
+        let frames = options.frame_count();
+        let page_size = options.page_size_bytes;
+        let words_per_page = page_size / 8;
+        let pool = Arc::new(BufferPool {
+            frames: (0..frames).map(|_| Frame::new()).collect(),
+            mem: zeroed_words(frames * words_per_page),
+            words_per_page,
+            page_size,
+            table: PageTable::new(frames),
+            hand: AtomicUsize::new(0),
+            file,
+            wal,
+            failed: OnceLock::new(),
+            counters: Counters {
+                hits: StripedCounter::default(),
+                misses: StripedCounter::default(),
+                evictions: StripedCounter::default(),
+                dirty_writes: StripedCounter::default(),
+                optimistic_restarts: StripedCounter::default(),
+                latch_waits: LatchWaitTable::default(),
+            },
+            oldest_rec_lsn: AtomicU64::new(0),
+            cleaner: OnceLock::new(),
+        });
+        if options.cleaner_enabled {
+            let c = Cleaner::start(
+                Arc::downgrade(&pool),
+                Duration::from_millis(options.cleaner_interval_ms),
+                options.cleaner_batch_pages,
+            );
+            let _ = pool.cleaner.set(c);
+        }
+        Ok(pool)
+    }
+
+    /// Page size in bytes.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Number of frames.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The data file this pool caches.
+    pub fn file(&self) -> &Arc<dyn StorageFile> {
+        &self.file
+    }
+
+    #[inline]
+    pub(crate) fn words(&self, f: u32) -> &[AtomicU64] {
+        let s = f as usize * self.words_per_page;
+        &self.mem[s..s + self.words_per_page]
+    }
+
+    #[inline]
+    fn record_wait(&self, pid: PageId, waited: Option<Duration>) {
+        if let Some(w) = waited {
+            self.counters.latch_waits.record(pid, w);
+        }
+    }
+
+    fn check_pid(pid: PageId) -> Result<()> {
+        if pid.is_valid() {
+            Ok(())
+        } else {
+            Err(Error::invalid("page_id", "PageId::INVALID cannot be fixed"))
+        }
+    }
+
+    // ------------------------------------------------------------------ fix paths
+
+    /// Fixes `pid` in shared mode, reading it from storage on a miss.
+    ///
+    /// # Errors
+    /// On a miss: [`Error::Corruption`] if the page fails its checksum or header checks,
+    /// [`Error::PageNotAllocated`] if it lies beyond the end of the file, [`Error::Io`] on a
+    /// read error, [`Error::PoolExhausted`] if no frame can be freed, or the write-back error
+    /// of a dirty victim ([`Error::PoolFailed`] once write-back has failed before).
+    pub fn fix_shared(&self, pid: PageId) -> Result<SharedGuard<'_>> {
+        Self::check_pid(pid)?;
+        loop {
+            if let Some(f) = self.table.lookup(&self.frames, pid) {
+                let fr = &self.frames[f as usize];
+                let (latch, waited) = fr.latch.shared_timed();
+                if fr.page_id.load(Relaxed) == pid.0 {
+                    self.record_wait(pid, waited);
+                    fr.touch();
+                    self.counters.hits.incr();
+                    return Ok(SharedGuard::new(self, f, latch));
+                }
+                continue; // evicted between lookup and latch: look again
+            }
+            if let Some(x) = self.load(pid)? {
+                return Ok(x.downgrade());
+            }
+        }
+    }
+
+    /// Fixes `pid` in exclusive mode, reading it from storage on a miss.
+    ///
+    /// # Errors
+    /// As [`BufferPool::fix_shared`].
+    pub fn fix_exclusive(&self, pid: PageId) -> Result<ExclusiveGuard<'_>> {
+        Self::check_pid(pid)?;
+        loop {
+            if let Some(f) = self.table.lookup(&self.frames, pid) {
+                let fr = &self.frames[f as usize];
+                let (latch, waited) = fr.latch.exclusive_timed();
+                if fr.page_id.load(Relaxed) == pid.0 {
+                    self.record_wait(pid, waited);
+                    fr.touch();
+                    self.counters.hits.incr();
+                    return Ok(ExclusiveGuard::new(self, f, latch));
+                }
+                continue;
+            }
+            if let Some(x) = self.load(pid)? {
+                return Ok(x);
+            }
+        }
+    }
+
+    /// Fixes `pid` as a brand-new page without reading it: the frame gets a fresh header of
+    /// type `ty` (zeroed body, page LSN 0) and is marked dirty. For pages just allocated by
+    /// the space manager; a resident copy of an earlier life of the page is overwritten.
+    ///
+    /// # Errors
+    /// [`Error::PoolExhausted`], or the write-back error of a dirty victim.
+    pub fn fix_new(&self, pid: PageId, ty: PageType) -> Result<ExclusiveGuard<'_>> {
+        Self::check_pid(pid)?;
+        let mut g = loop {
+            if let Some(f) = self.table.lookup(&self.frames, pid) {
+                let fr = &self.frames[f as usize];
+                let latch = fr.latch.exclusive();
+                if fr.page_id.load(Relaxed) == pid.0 {
+                    self.counters.hits.incr();
+                    break ExclusiveGuard::new(self, f, latch);
+                }
+                continue;
+            }
+            let (f, latch) = self.find_victim()?;
+            match self.table.insert(&self.frames, pid, f) {
+                Ok(()) => {
+                    self.counters.misses.incr();
+                    break ExclusiveGuard::new(self, f, latch);
+                }
+                Err(_) => continue, // someone else brought it in; `latch` frees the frame
+            }
+        };
+        header::init(&mut g.page_mut(), pid, ty);
+        g.mark_dirty();
+        Ok(g)
+    }
+
+    /// Starts an optimistic read of `pid` (loading it first on a miss). The returned handle
+    /// holds no latch and wrote nothing to shared memory on a hit; read through
+    /// [`OptimisticPage::bytes`] and call [`OptimisticPage::validate`] before trusting what
+    /// was read (sync rules O1–O3).
+    ///
+    /// # Errors
+    /// As [`BufferPool::fix_shared`] (only on a miss).
+    pub fn fix_optimistic(&self, pid: PageId) -> Result<OptimisticPage<'_>> {
+        Self::check_pid(pid)?;
+        loop {
+            if let Some(f) = self.table.lookup(&self.frames, pid) {
+                let fr = &self.frames[f as usize];
+                let g = fr.latch.optimistic();
+                // The page id is checked again by `validate`'s version test: it changes only
+                // under the frame's X latch.
+                if fr.page_id.load(Relaxed) == pid.0 {
+                    fr.touch();
+                    return Ok(OptimisticPage::new(self, f, pid, g));
+                }
+                continue;
+            }
+            drop(self.fix_shared(pid)?);
+        }
+    }
+
+    /// Runs `read` on an optimistic view of page `pid` until a run validates, and returns
+    /// that run's result. `read` may run more than once and may see torn data on a run that
+    /// then fails validation, so it must not panic on inconsistent bytes (bounds-check every
+    /// offset read from the page) and must have no side effects.
+    ///
+    /// # Errors
+    /// As [`BufferPool::fix_shared`] (only on a miss).
+    pub fn read_optimistic<R>(
+        &self,
+        pid: PageId,
+        mut read: impl FnMut(&AtomicBytes<'_>) -> R,
+    ) -> Result<R> {
+        loop {
+            let page = self.fix_optimistic(pid)?;
+            let r = read(&page.bytes());
+            if page.validate().is_ok() {
+                self.counters.hits.incr();
+                return Ok(r);
+            }
+            self.counters.optimistic_restarts.incr();
+        }
+    }
+
+    // ------------------------------------------------------------------ miss path
+
+    /// Brings `pid` into a frame and returns it X-latched, or `None` if another thread
+    /// installed the page first (the caller looks it up again).
+    fn load(&self, pid: PageId) -> Result<Option<ExclusiveGuard<'_>>> {
+        let (f, latch) = self.find_victim()?;
+        if self.table.insert(&self.frames, pid, f).is_err() {
+            return Ok(None); // the victim frame stays free
+        }
+        // Buffer rule 3: the frame is in the table X-latched ("being read"); no table latch
+        // is held during the read.
+        if let Err(e) = self.read_into_frame(pid, f) {
+            self.table.remove(&self.frames, pid, f);
+            return Err(e);
+        }
+        self.counters.misses.incr();
+        Ok(Some(ExclusiveGuard::new(self, f, latch)))
+    }
+
+    fn read_into_frame(&self, pid: PageId, f: u32) -> Result<()> {
+        let offset = pid
+            .byte_offset(self.page_size)
+            .ok_or_else(|| Error::invalid("page_id", format!("page {pid} is beyond 2^64 bytes")))?;
+        with_scratch(self.page_size, |buf| {
+            match self.file.read_exact_at(buf, offset) {
+                Ok(()) => {}
+                Err(Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::UnexpectedEof =>
+                {
+                    return Err(Error::PageNotAllocated {
+                        page_id: pid,
+                        reason: format!("beyond the end of file {}", self.file.name()),
+                    })
+                }
+                Err(e) => return Err(e),
+            }
+            header::verify(buf, pid)?;
+            AtomicBytesMut::new(self.words(f)).write_from(0, buf);
+            Ok(())
+        })
+    }
+
+    /// CLOCK: advances the shared hand, clears reference bits, and takes the first frame it
+    /// can X-latch without waiting (buffer rule 4). A dirty victim is written back first
+    /// (under its X latch only). Returns the frame X-latched, out of the table, free.
+    fn find_victim(&self) -> Result<(u32, sync::ExclusiveGuard<'_>)> {
+        let n = self.frames.len();
+        let mut skipped_dirty = false;
+        for _ in 0..n * VICTIM_ROUNDS {
+            let i = self.hand.fetch_add(1, Relaxed) % n;
+            let fr = &self.frames[i];
+            if fr.referenced.load(Relaxed) {
+                fr.referenced.store(false, Relaxed);
+                continue;
+            }
+            let Some(latch) = fr.latch.try_exclusive() else {
+                continue;
+            };
+            let old = PageId(fr.page_id.load(Relaxed));
+            if old.is_valid() {
+                if fr.dirty.load(Relaxed) {
+                    if self.failed.get().is_some() {
+                        skipped_dirty = true; // keep it: it cannot be written (rule 6)
+                        continue;
+                    }
+                    self.write_back(i as u32)?;
+                }
+                self.table.remove(&self.frames, old, i as u32);
+                self.counters.evictions.incr();
+            }
+            return Ok((i as u32, latch));
+        }
+        if skipped_dirty {
+            return Err(self.pool_failed());
+        }
+        Err(Error::PoolExhausted {
+            frames: n,
+            rounds: VICTIM_ROUNDS,
+        })
+    }
+
+    // ------------------------------------------------------------------ write-back
+
+    fn pool_failed(&self) -> Error {
+        Error::PoolFailed {
+            first_failure: self.failed.get().cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Writes frame `f`'s page to storage if it is dirty. The caller holds the frame's latch
+    /// in S or X mode (so nobody changes the page). WAL rule first: the log is forced up to
+    /// the page LSN (buffer rule 5). The checksum is sealed on a private copy.
+    pub(crate) fn write_back(&self, f: u32) -> Result<()> {
+        let fr = &self.frames[f as usize];
+        if !fr.dirty.load(Acquire) {
+            return Ok(());
+        }
+        if self.failed.get().is_some() {
+            return Err(self.pool_failed());
+        }
+        let pid = PageId(fr.page_id.load(Relaxed));
+        let offset = pid.byte_offset(self.page_size).expect("resident page has an offset");
+        with_scratch(self.page_size, |buf| {
+            AtomicBytes::new(self.words(f)).read_into(0, buf);
+            let lsn = header::page_lsn(&buf[..]);
+            self.wal.force_log(lsn)?;
+            header::seal(buf);
+            fr.dirty.store(false, Relaxed);
+            match self.file.write_all_at(buf, offset) {
+                Ok(()) => {
+                    self.counters.dirty_writes.incr();
+                    Ok(())
+                }
+                Err(e) => {
+                    fr.dirty.store(true, Release);
+                    let _ = self
+                        .failed
+                        .set(format!("writing page {pid} to {}: {e}", self.file.name()));
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    /// Writes every dirty page (in page-id order) and syncs the file. Waits for each dirty
+    /// frame's latch in shared mode.
+    ///
+    /// # Errors
+    /// The first write or sync error; [`Error::PoolFailed`] if write-back failed before.
+    pub fn flush_all(&self) -> Result<()> {
+        if self.failed.get().is_some() {
+            return Err(self.pool_failed());
+        }
+        let mut dirty: Vec<(u64, u32)> = (0..self.frames.len() as u32)
+            .filter(|&f| self.frames[f as usize].dirty.load(Relaxed))
+            .map(|f| (self.frames[f as usize].page_id.load(Relaxed), f))
+            .collect();
+        dirty.sort_unstable();
+        for (_, f) in dirty {
+            let _s = self.frames[f as usize].latch.shared();
+            self.write_back(f)?;
+        }
+        if let Err(e) = self.file.sync_data() {
+            let _ = self
+                .failed
+                .set(format!("syncing {}: {e}", self.file.name()));
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Stops the cleaner and writes every dirty page ([`BufferPool::flush_all`]). The pool
+    /// stays usable (without cleaner) afterwards.
+    ///
+    /// # Errors
+    /// As [`BufferPool::flush_all`].
+    pub fn close(&self) -> Result<()> {
+        if let Some(c) = self.cleaner.get() {
+            c.stop();
+        }
+        self.flush_all()
+    }
+
+    /// The description of the first write-back failure, if any (the pool then refuses
+    /// writes: buffer rule 6).
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.get().map(|s| s.as_str())
+    }
+
+    /// A lower bound of the recovery LSN of every page that is dirty now, as last published
+    /// by the page cleaner (Shore-MT §7.7: a checkpoint reads one number instead of scanning
+    /// the pool). [`Lsn::ZERO`] before the first cleaner pass.
+    pub fn oldest_rec_lsn(&self) -> Lsn {
+        Lsn(self.oldest_rec_lsn.load(Acquire))
+    }
+
+    /// Wakes the cleaner for an immediate pass (no-op without a cleaner).
+    pub fn wake_cleaner(&self) {
+        if let Some(c) = self.cleaner.get() {
+            c.wake();
+        }
+    }
+
+    /// Number of frames now holding a dirty page.
+    pub fn dirty_count(&self) -> usize {
+        self.frames.iter().filter(|f| f.dirty.load(Relaxed)).count()
+    }
+
+    /// A snapshot of the pool's counters.
+    pub fn stats(&self) -> BufferStats {
+        let c = &self.counters;
+        let (latch_waits, latch_wait_us) = c.latch_waits.totals();
+        BufferStats {
+            hits: c.hits.get(),
+            misses: c.misses.get(),
+            evictions: c.evictions.get(),
+            dirty_writes: c.dirty_writes.get(),
+            optimistic_restarts: c.optimistic_restarts.get(),
+            latch_waits,
+            latch_wait_us,
+            hottest_pages: c.latch_waits.top(10),
+        }
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        if let Some(c) = self.cleaner.get() {
+            c.stop();
+        }
+    }
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("frames", &self.frames.len())
+            .field("page_size", &self.page_size)
+            .field("file", &self.file.name())
+            .field("failed", &self.failed.get())
+            .finish()
+    }
+}
