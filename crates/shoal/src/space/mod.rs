@@ -1,1 +1,380 @@
-//! Space manager (in progress).
+//! # Space manager
+//!
+//! Job: decide which pages of the data file are in use, hand out free pages and take them
+//! back, and grow the file when it is full (DESIGN.md §3.4).
+//!
+//! ```text
+//!  page 0        page 1       pages 2..            page G          page G+1 ..
+//! [file header][map group 0][ data ... group 0 ][map group 1][ data ... group 1 ] ...
+//!                  │ bitmap: 1 bit per page, 1 u64 word per 64-page extent
+//! ```
+//!
+//! ## Invariants
+//! 1. A page is handed out only if its bit was clear and is set in the same critical section
+//!    (under the map page's X latch), so no page is ever handed out twice.
+//! 2. Pages are reserved an extent at a time: every free page of one extent word is marked
+//!    allocated at once and owned by one cache ([`ExtentCache`] or a shard of the
+//!    [`SpaceManager::allocate`] caches); the cache hands them out without touching the map.
+//!    Pages a cache still owns are returned (bits cleared) when it is released. After a crash,
+//!    owned but unused pages stay marked allocated: a leak, never a double allocation (until
+//!    the log issue makes allocation a logged system transaction).
+//! 3. The file grows by whole extents under the growth mutex; `page_count` (in memory and in
+//!    the file header) only grows, and only after the file has been extended.
+//! 4. Header and map pages are marked allocated in their own maps and cannot be freed.
+//!
+//! ## Latching
+//! Map and header pages are ordinary buffer-pool pages, X-latched to change; at most one
+//! map page latch is held at a time, and the growth mutex is taken before (never while
+//! holding) a map latch. The common allocation path takes only the calling thread's own cache
+//! shard mutex (uncontended when threads ≤ shards): no global mutex (Shore-MT §6.2.2).
+//!
+//! ## Not done here
+//! No logging of allocation (the log issue adds it), no shrinking of the file, no per-tree
+//! extent ownership on disk.
+
+mod cache;
+mod header;
+mod map;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub use cache::ExtentCache;
+pub use header::{group_pages, probe_page_size, FileHeader, FILE_FORMAT_VERSION, MAGIC};
+
+use crate::buffer::BufferPool;
+use crate::error::{Error, Result};
+use crate::options::EXTENT_PAGES;
+use crate::page::{PageType, PageWrite};
+use crate::stats::stripe_index;
+use crate::types::PageId;
+use cache::Reservation;
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
+
+/// Number of shards of the [`SpaceManager::allocate`] extent caches.
+const CACHE_SHARDS: usize = 16;
+
+/// The space manager of one data file. See the module doc.
+pub struct SpaceManager {
+    pool: Arc<BufferPool>,
+    group_pages: u64,
+    /// Pages the file has been grown to (invariant 3).
+    page_count: AtomicU64,
+    grow: Mutex<()>,
+    /// Lowest group that may hold a non-full extent.
+    hint_group: AtomicU64,
+    /// Bumped by every free, so a scan that found a group full can tell whether a page was
+    /// freed there meanwhile before advancing the hint past it.
+    free_epoch: AtomicU64,
+    caches: Box<[CachePadded<Mutex<Option<Reservation>>>]>,
+}
+
+impl SpaceManager {
+    fn new(pool: Arc<BufferPool>, page_count: u64) -> SpaceManager {
+        let group_pages = group_pages(pool.page_size());
+        SpaceManager {
+            pool,
+            group_pages,
+            page_count: AtomicU64::new(page_count),
+            grow: Mutex::new(()),
+            hint_group: AtomicU64::new(0),
+            free_epoch: AtomicU64::new(0),
+            caches: (0..CACHE_SHARDS)
+                .map(|_| CachePadded::new(Mutex::new(None)))
+                .collect(),
+        }
+    }
+
+    /// Formats an empty data file: the file header (page 0) and the first space map (page 1),
+    /// one extent long, written and synced.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the file is not empty; I/O errors from growing, writing
+    /// or syncing it.
+    pub fn create(pool: Arc<BufferPool>) -> Result<SpaceManager> {
+        let file = pool.file().clone();
+        if !file.is_empty()? {
+            return Err(Error::invalid(
+                "file",
+                format!("{} is not empty; refusing to format it", file.name()),
+            ));
+        }
+        let ps = pool.page_size();
+        file.set_len(EXTENT_PAGES * ps as u64)?;
+        {
+            let mut h = pool.fix_new(PageId(0), PageType::FileHeader)?;
+            FileHeader {
+                page_size: ps,
+                extent_pages: EXTENT_PAGES,
+                page_count: EXTENT_PAGES,
+                group_pages: group_pages(ps),
+            }
+            .write(&mut h.page_mut());
+            let mut m = pool.fix_new(PageId(1), PageType::SpaceMap)?;
+            map::init(&mut m.page_mut(), 0);
+        }
+        pool.flush_all()?;
+        Ok(SpaceManager::new(pool, EXTENT_PAGES))
+    }
+
+    /// Opens the space manager of an existing data file.
+    ///
+    /// # Errors
+    /// [`Error::BadFile`] if page 0 is not a Shoal header of this page size or the file is
+    /// shorter than the header says; [`Error::Corruption`] if page 0 fails its checksum.
+    pub fn open(pool: Arc<BufferPool>) -> Result<SpaceManager> {
+        let h = {
+            let g = pool.fix_shared(PageId(0))?;
+            FileHeader::read(g.bytes(), pool.file().name())?
+        };
+        let len = pool.file().len()?;
+        if len < h.page_count * h.page_size as u64 {
+            return Err(Error::BadFile {
+                path: pool.file().name().to_string(),
+                reason: format!(
+                    "file is {len} bytes but its header records {} pages of {} bytes",
+                    h.page_count, h.page_size
+                ),
+            });
+        }
+        Ok(SpaceManager::new(pool, h.page_count))
+    }
+
+    /// The buffer pool this space manager allocates in.
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    /// Number of pages the file has been grown to (a multiple of 64).
+    pub fn page_count(&self) -> u64 {
+        self.page_count.load(Acquire)
+    }
+
+    fn group_count(&self, page_count: u64) -> u64 {
+        page_count.div_ceil(self.group_pages)
+    }
+
+    fn locate(&self, pid: PageId) -> (PageId, u64, u64) {
+        let g = pid.0 / self.group_pages;
+        let in_group = pid.0 % self.group_pages;
+        (
+            PageId(map::map_page_of_group(g, self.group_pages)),
+            in_group / EXTENT_PAGES,
+            in_group % EXTENT_PAGES,
+        )
+    }
+
+    /// Allocates one page using this thread's shard of extent caches. The page's contents are
+    /// undefined: initialise it with `BufferPool::fix_new`.
+    ///
+    /// # Errors
+    /// I/O errors from reading map pages or growing the file ([`Error::NoSpace`] when full).
+    pub fn allocate(&self) -> Result<PageId> {
+        let mut slot = self.caches[stripe_index() % CACHE_SHARDS].lock();
+        loop {
+            if let Some(p) = slot.as_mut().and_then(Reservation::take) {
+                return Ok(p);
+            }
+            *slot = Some(self.reserve()?);
+        }
+    }
+
+    /// A private extent cache for one thread or one tree (invariant 2).
+    pub fn extent_cache(&self) -> ExtentCache<'_> {
+        ExtentCache::new(self)
+    }
+
+    /// Reserves every free page of one extent with free pages, growing the file if none has.
+    pub(crate) fn reserve(&self) -> Result<Reservation> {
+        loop {
+            let pages = self.page_count();
+            let start = self.hint_group.load(Relaxed);
+            for g in start..self.group_count(pages) {
+                let epoch = self.free_epoch.load(Acquire);
+                if let Some(r) = self.reserve_in_group(g, pages)? {
+                    return Ok(r);
+                }
+                if self.free_epoch.load(Acquire) == epoch {
+                    let _ = self
+                        .hint_group
+                        .compare_exchange(g, g + 1, Relaxed, Relaxed);
+                }
+            }
+            self.grow(pages)?;
+        }
+    }
+
+    fn reserve_in_group(&self, g: u64, pages: u64) -> Result<Option<Reservation>> {
+        let base = g * self.group_pages;
+        let extents = (pages.min(base + self.group_pages) - base) / EXTENT_PAGES;
+        let mpid = PageId(map::map_page_of_group(g, self.group_pages));
+        let mut m = self.pool.fix_exclusive(mpid)?;
+        for e in 0..extents {
+            let w = map::word(m.bytes(), e);
+            if w != u64::MAX {
+                map::set_word(&mut m.page_mut(), e, u64::MAX);
+                m.mark_dirty();
+                return Ok(Some(Reservation::new(base + e * EXTENT_PAGES, !w)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Grows the file by one extent unless another thread already grew it past `seen`.
+    fn grow(&self, seen: u64) -> Result<()> {
+        let _g = self.grow.lock();
+        let pages = self.page_count();
+        if pages != seen {
+            return Ok(());
+        }
+        let new_count = pages + EXTENT_PAGES;
+        let file = self.pool.file();
+        file.set_len(new_count * self.pool.page_size() as u64)?;
+        if pages % self.group_pages == 0 {
+            // The new extent starts a group: its first page is the group's map.
+            let g = pages / self.group_pages;
+            let mut m = self
+                .pool
+                .fix_new(PageId(map::map_page_of_group(g, self.group_pages)), PageType::SpaceMap)?;
+            map::init(&mut m.page_mut(), g);
+        }
+        {
+            let mut h = self.pool.fix_exclusive(PageId(0))?;
+            h.page_mut().put_u64(header::OFF_PAGE_COUNT, new_count);
+            h.mark_dirty();
+        }
+        self.page_count.store(new_count, Release);
+        Ok(())
+    }
+
+    /// Returns the pages of a reservation that were not handed out (clears their bits).
+    pub(crate) fn unreserve(&self, r: Reservation) -> Result<()> {
+        if r.is_empty() {
+            return Ok(());
+        }
+        let (mpid, e, _) = self.locate(r.base());
+        let mut m = self.pool.fix_exclusive(mpid)?;
+        let w = map::word(m.bytes(), e);
+        debug_assert_eq!(w & r.mask(), r.mask(), "reserved pages must be marked");
+        map::set_word(&mut m.page_mut(), e, w & !r.mask());
+        m.mark_dirty();
+        drop(m);
+        self.note_free(r.base());
+        Ok(())
+    }
+
+    fn note_free(&self, pid: PageId) {
+        self.free_epoch.fetch_add(1, Release);
+        self.hint_group
+            .fetch_min(pid.0 / self.group_pages, Relaxed);
+    }
+
+    fn check_data_page(&self, pid: PageId) -> Result<()> {
+        if pid.0 >= self.page_count() {
+            return Err(Error::PageNotAllocated {
+                page_id: pid,
+                reason: format!("beyond the file's {} pages", self.page_count()),
+            });
+        }
+        let (_, e, bit) = self.locate(pid);
+        let g = pid.0 / self.group_pages;
+        if e == 0 && map::metadata_mask(g) & (1 << bit) != 0 {
+            return Err(Error::invalid(
+                "page_id",
+                format!("page {pid} is a file header or space-map page"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Frees an allocated page so that it can be handed out again.
+    ///
+    /// # Errors
+    /// [`Error::PageNotAllocated`] if the page is beyond the file or already free (double
+    /// free); [`Error::InvalidArgument`] for a header or map page; I/O errors reading the map.
+    pub fn free(&self, pid: PageId) -> Result<()> {
+        self.check_data_page(pid)?;
+        let (mpid, e, bit) = self.locate(pid);
+        let mut m = self.pool.fix_exclusive(mpid)?;
+        let w = map::word(m.bytes(), e);
+        if w & (1 << bit) == 0 {
+            return Err(Error::PageNotAllocated {
+                page_id: pid,
+                reason: "it is already free (double free)".into(),
+            });
+        }
+        map::set_word(&mut m.page_mut(), e, w & !(1 << bit));
+        m.mark_dirty();
+        drop(m);
+        self.note_free(pid);
+        Ok(())
+    }
+
+    /// Whether `pid` is marked allocated. Pages reserved by a cache but not yet handed out
+    /// count as allocated.
+    ///
+    /// # Errors
+    /// I/O errors reading the map page.
+    pub fn is_allocated(&self, pid: PageId) -> Result<bool> {
+        if pid.0 >= self.page_count() {
+            return Ok(false);
+        }
+        let (mpid, e, bit) = self.locate(pid);
+        let g = self.pool.fix_shared(mpid)?;
+        Ok(map::word(g.bytes(), e) & (1 << bit) != 0)
+    }
+
+    /// Number of pages marked allocated, including header and map pages (O(file size)).
+    ///
+    /// # Errors
+    /// I/O errors reading map pages.
+    pub fn allocated_count(&self) -> Result<u64> {
+        let pages = self.page_count();
+        let mut n = 0;
+        for g in 0..self.group_count(pages) {
+            let base = g * self.group_pages;
+            let extents = (pages.min(base + self.group_pages) - base) / EXTENT_PAGES;
+            let m = self
+                .pool
+                .fix_shared(PageId(map::map_page_of_group(g, self.group_pages)))?;
+            if map::group_of(m.bytes()) != g {
+                return Err(Error::corruption(m.page_id(), "space map names another group"));
+            }
+            n += (0..extents)
+                .map(|e| map::word(m.bytes(), e).count_ones() as u64)
+                .sum::<u64>();
+        }
+        Ok(n)
+    }
+
+    /// Returns every page held by the shared allocation caches to the map. Call before
+    /// closing (then flush the pool) so that no reserved page stays marked allocated.
+    ///
+    /// # Errors
+    /// I/O errors reading map pages; the remaining caches are still released.
+    pub fn release_caches(&self) -> Result<()> {
+        let mut first = Ok(());
+        for c in self.caches.iter() {
+            if let Some(r) = c.lock().take() {
+                if let Err(e) = self.unreserve(r) {
+                    if first.is_ok() {
+                        first = Err(e);
+                    }
+                }
+            }
+        }
+        first
+    }
+}
+
+impl std::fmt::Debug for SpaceManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpaceManager")
+            .field("page_count", &self.page_count())
+            .field("group_pages", &self.group_pages)
+            .finish()
+    }
+}
