@@ -31,7 +31,7 @@ pub use aligned::AlignedBuf;
 pub use fault::{FaultConfig, FaultKind, FaultStorage};
 pub use file::FileStorage;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::fmt;
 use std::sync::Arc;
 
@@ -41,6 +41,37 @@ pub const SECTOR_SIZE: usize = 512;
 /// Alignment in bytes of [`AlignedBuf`] (the largest logical block size we support for
 /// `O_DIRECT`).
 pub const IO_ALIGN: usize = 4096;
+
+/// Longest file name in bytes accepted by [`check_file_name`] (Linux `NAME_MAX`).
+pub const FILE_NAME_MAX_BYTES: usize = 255;
+
+/// Checks that `name` is a plain file name usable by every [`Storage`]: non-empty, at most
+/// [`FILE_NAME_MAX_BYTES`] bytes, no `/` and no NUL byte, and neither `.` nor `..`.
+///
+/// Both storages call it first in every method that takes a name, so that a bad name is the
+/// same typed error on the real file system and in the simulation.
+///
+/// # Errors
+/// `Error::InvalidArgument` (parameter `name`) saying which rule the name breaks.
+pub fn check_file_name(name: &str) -> Result<()> {
+    let reason = if name.is_empty() {
+        "must not be empty"
+    } else if name == "." || name == ".." {
+        "must not be `.` or `..`"
+    } else if name.contains('/') {
+        "must not contain `/`"
+    } else if name.contains('\0') {
+        "must not contain a NUL byte"
+    } else if name.len() > FILE_NAME_MAX_BYTES {
+        "must be at most 255 bytes long"
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid(
+        "name",
+        format!("file name {name:?} {reason}"),
+    ))
+}
 
 /// How to open a file of a [`Storage`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -109,19 +140,23 @@ pub trait Storage: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// `Error::Io` if the file is missing (without `create`), exists (with `create_new`) or
-    /// cannot be opened; `Error::InvalidArgument` if `name` contains a path separator.
+    /// cannot be opened; `Error::InvalidArgument` if `name` is not a plain file name
+    /// ([`check_file_name`]).
     fn open(&self, name: &str, opts: OpenOptions) -> Result<Arc<dyn StorageFile>>;
 
     /// Whether file `name` exists.
     ///
     /// # Errors
-    /// `Error::Io`.
+    /// `Error::InvalidArgument` for a bad name ([`check_file_name`]); `Error::Io` if the
+    /// directory cannot be examined.
     fn exists(&self, name: &str) -> Result<bool>;
 
-    /// Deletes file `name`.
+    /// Deletes file `name`. The removal is durable only after the next
+    /// [`sync_dir`](Storage::sync_dir).
     ///
     /// # Errors
-    /// `Error::Io` (including `NotFound`).
+    /// `Error::InvalidArgument` for a bad name ([`check_file_name`]); `Error::Io` (including
+    /// `NotFound`).
     fn remove(&self, name: &str) -> Result<()>;
 
     /// Names of the files in the directory, sorted.
