@@ -197,7 +197,9 @@ impl SpaceManager {
                 if let Some(r) = self.reserve_in_group(g, pages)? {
                     return Ok(r);
                 }
-                if self.free_epoch.load(Acquire) == epoch {
+                // Only a complete group can be skipped for good: the last one still grows.
+                let complete = (g + 1) * self.group_pages <= pages;
+                if complete && self.free_epoch.load(Acquire) == epoch {
                     let _ = self
                         .hint_group
                         .compare_exchange(g, g + 1, Relaxed, Relaxed);
