@@ -533,3 +533,63 @@ fn threads_can_share_the_machine() {
     });
     assert_eq!(s.durable_contents("data").unwrap().len(), 4 * 50 * 8);
 }
+
+#[derive(Debug, Clone)]
+enum ModelOp {
+    Write { offset: u64, len: usize, byte: u8 },
+    SetLen(u64),
+    Sync,
+    Crash,
+}
+
+fn model_op() -> impl proptest::strategy::Strategy<Value = ModelOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0u64..6000, 0usize..1500, any::<u8>())
+            .prop_map(|(offset, len, byte)| ModelOp::Write { offset, len, byte }),
+        1 => (0u64..7000).prop_map(ModelOp::SetLen),
+        2 => Just(ModelOp::Sync),
+        1 => Just(ModelOp::Crash),
+    ]
+}
+
+proptest::proptest! {
+    /// Without injected faults the simulation matches a two-image model exactly (fault
+    /// rules 1 and 2): reads see the volatile image, power loss leaves the durable one.
+    #[test]
+    fn matches_a_two_image_model(ops in proptest::collection::vec(model_op(), 1..60)) {
+        let s = machine(FaultConfig::new(0));
+        let mut f = open(&s, "m");
+        let (mut volatile, mut durable) = (Vec::<u8>::new(), Vec::<u8>::new());
+        for op in ops {
+            match op {
+                ModelOp::Write { offset, len, byte } => {
+                    f.write_all_at(&vec![byte; len], offset).unwrap();
+                    if len > 0 {
+                        let end = offset as usize + len;
+                        if volatile.len() < end {
+                            volatile.resize(end, 0);
+                        }
+                        volatile[offset as usize..end].fill(byte);
+                    }
+                }
+                ModelOp::SetLen(len) => {
+                    f.set_len(len).unwrap();
+                    volatile.resize(len as usize, 0);
+                }
+                ModelOp::Sync => {
+                    f.sync_data().unwrap();
+                    durable.clone_from(&volatile);
+                }
+                ModelOp::Crash => {
+                    s.restart();
+                    f = open(&s, "m");
+                    volatile.clone_from(&durable);
+                }
+            }
+            proptest::prop_assert_eq!(&s.contents("m").unwrap(), &volatile);
+            proptest::prop_assert_eq!(&s.durable_contents("m").unwrap(), &durable);
+            proptest::prop_assert_eq!(f.len().unwrap(), volatile.len() as u64);
+        }
+    }
+}
