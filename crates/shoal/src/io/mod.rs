@@ -28,7 +28,9 @@ pub mod fault;
 pub mod file;
 
 pub use aligned::AlignedBuf;
-pub use fault::{FaultConfig, FaultKind, FaultStorage};
+pub use fault::{
+    FaultConfig, FaultEvent, FaultKind, FaultRule, FaultStorage, OpClass, OpCounts, Trigger,
+};
 pub use file::FileStorage;
 
 use crate::error::{Error, Result};
