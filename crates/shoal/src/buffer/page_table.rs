@@ -102,7 +102,10 @@ impl PageTable {
             b.head.store(fr.next.load(Relaxed), Relaxed);
         } else {
             loop {
-                assert!(cur != NIL, "frame {f} for page {pid} missing from its chain");
+                assert!(
+                    cur != NIL,
+                    "frame {f} for page {pid} missing from its chain"
+                );
                 let c = &frames[cur as usize];
                 let next = c.next.load(Relaxed);
                 if next == f {

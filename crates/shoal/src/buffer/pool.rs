@@ -395,7 +395,9 @@ impl BufferPool {
             return Err(self.pool_failed());
         }
         let pid = PageId(fr.page_id.load(Relaxed));
-        let offset = pid.byte_offset(self.page_size).expect("resident page has an offset");
+        let offset = pid
+            .byte_offset(self.page_size)
+            .expect("resident page has an offset");
         with_scratch(self.page_size, |buf| {
             AtomicBytes::new(self.words(f)).read_into(0, buf);
             let lsn = header::page_lsn(&buf[..]);

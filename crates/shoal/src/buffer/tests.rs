@@ -54,7 +54,10 @@ fn check_stamp<P: PageRead + ?Sized>(page: &P, pid: u64) -> std::result::Result<
     page.read_into(PATTERN, &mut body);
     for (k, b) in body.iter().enumerate() {
         if *b != pattern_byte(pid, c, PATTERN + k) {
-            return Err(format!("page {pid}: torn page at byte {} (counter {c})", PATTERN + k));
+            return Err(format!(
+                "page {pid}: torn page at byte {} (counter {c})",
+                PATTERN + k
+            ));
         }
     }
     Ok(c)
@@ -120,17 +123,26 @@ fn concurrent_random_fixes_match_model() {
     }
     for p in 0..PAGES {
         let g = pool.fix_shared(PageId(p)).unwrap();
-        assert_eq!(check_stamp(g.bytes(), p).unwrap(), model[p as usize].load(Relaxed));
+        assert_eq!(
+            check_stamp(g.bytes(), p).unwrap(),
+            model[p as usize].load(Relaxed)
+        );
     }
     let s = pool.stats();
-    assert!(s.misses > PAGES && s.evictions > 0 && s.dirty_writes > 0, "{s:?}");
+    assert!(
+        s.misses > PAGES && s.evictions > 0 && s.dirty_writes > 0,
+        "{s:?}"
+    );
     pool.close().unwrap();
     drop(pool);
 
     let pool = BufferPool::open(data_file(&dir), &opts(FRAMES), Arc::new(NoWal)).unwrap();
     for p in 0..PAGES {
         let g = pool.fix_shared(PageId(p)).unwrap();
-        assert_eq!(check_stamp(g.bytes(), p).unwrap(), model[p as usize].load(Relaxed));
+        assert_eq!(
+            check_stamp(g.bytes(), p).unwrap(),
+            model[p as usize].load(Relaxed)
+        );
     }
 }
 
@@ -262,11 +274,20 @@ fn corrupted_page_is_reported_with_its_id() {
         Ok(_) => panic!("corrupt page accepted"),
     }
     // Same again (the failed load must not leave a half-installed frame behind).
-    assert!(matches!(pool.read_optimistic(PageId(5), |_| ()), Err(Error::Corruption { .. })));
-    assert_eq!(check_stamp(pool.fix_shared(PageId(4)).unwrap().bytes(), 4), Ok(0));
+    assert!(matches!(
+        pool.read_optimistic(PageId(5), |_| ()),
+        Err(Error::Corruption { .. })
+    ));
+    assert_eq!(
+        check_stamp(pool.fix_shared(PageId(4)).unwrap().bytes(), 4),
+        Ok(0)
+    );
     assert!(matches!(
         pool.fix_shared(PageId(100)),
-        Err(Error::PageNotAllocated { page_id: PageId(100), .. })
+        Err(Error::PageNotAllocated {
+            page_id: PageId(100),
+            ..
+        })
     ));
     assert!(matches!(
         pool.fix_shared(PageId::INVALID),
@@ -285,7 +306,10 @@ fn cleaner_writes_dirty_pages_and_publishes_oldest_rec_lsn() {
     assert_eq!(pool.dirty_count(), 20);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while pool.dirty_count() > 0 {
-        assert!(std::time::Instant::now() < deadline, "cleaner did not clean");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cleaner did not clean"
+        );
         pool.wake_cleaner();
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
@@ -317,18 +341,36 @@ fn optimistic_reads_write_nothing_and_upgrade() {
     let dir = tempfile::tempdir().unwrap();
     let pool = BufferPool::open(data_file(&dir), &opts(16), Arc::new(NoWal)).unwrap();
     fill(&pool, 2);
-    let before = pool.frames.iter().map(|f| f.latch.version()).collect::<Vec<_>>();
+    let before = pool
+        .frames
+        .iter()
+        .map(|f| f.latch.version())
+        .collect::<Vec<_>>();
     for _ in 0..100 {
-        assert_eq!(pool.read_optimistic(PageId(1), |b| b.u64_at(COUNTER)).unwrap(), 0);
+        assert_eq!(
+            pool.read_optimistic(PageId(1), |b| b.u64_at(COUNTER))
+                .unwrap(),
+            0
+        );
     }
-    let after = pool.frames.iter().map(|f| f.latch.version()).collect::<Vec<_>>();
+    let after = pool
+        .frames
+        .iter()
+        .map(|f| f.latch.version())
+        .collect::<Vec<_>>();
     assert_eq!(before, after);
     let o = pool.fix_optimistic(PageId(1)).unwrap();
-    let mut x = o.upgrade().unwrap_or_else(|_| panic!("unchanged page upgrades"));
+    let mut x = o
+        .upgrade()
+        .unwrap_or_else(|_| panic!("unchanged page upgrades"));
     stamp(&mut x.page_mut(), 1, 9);
     x.mark_dirty();
     drop(x);
-    assert_eq!(pool.read_optimistic(PageId(1), |b| b.u64_at(COUNTER)).unwrap(), 9);
+    assert_eq!(
+        pool.read_optimistic(PageId(1), |b| b.u64_at(COUNTER))
+            .unwrap(),
+        9
+    );
     let o = pool.fix_optimistic(PageId(1)).unwrap();
     drop(pool.fix_exclusive(PageId(1)).unwrap());
     assert!(o.validate().is_err());

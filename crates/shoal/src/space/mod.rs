@@ -200,9 +200,7 @@ impl SpaceManager {
                 // Only a complete group can be skipped for good: the last one still grows.
                 let complete = (g + 1) * self.group_pages <= pages;
                 if complete && self.free_epoch.load(Acquire) == epoch {
-                    let _ = self
-                        .hint_group
-                        .compare_exchange(g, g + 1, Relaxed, Relaxed);
+                    let _ = self.hint_group.compare_exchange(g, g + 1, Relaxed, Relaxed);
                 }
             }
             self.grow(pages)?;
@@ -238,9 +236,10 @@ impl SpaceManager {
         if pages % self.group_pages == 0 {
             // The new extent starts a group: its first page is the group's map.
             let g = pages / self.group_pages;
-            let mut m = self
-                .pool
-                .fix_new(PageId(map::map_page_of_group(g, self.group_pages)), PageType::SpaceMap)?;
+            let mut m = self.pool.fix_new(
+                PageId(map::map_page_of_group(g, self.group_pages)),
+                PageType::SpaceMap,
+            )?;
             map::init(&mut m.page_mut(), g);
         }
         {
@@ -270,8 +269,7 @@ impl SpaceManager {
 
     fn note_free(&self, pid: PageId) {
         self.free_epoch.fetch_add(1, Release);
-        self.hint_group
-            .fetch_min(pid.0 / self.group_pages, Relaxed);
+        self.hint_group.fetch_min(pid.0 / self.group_pages, Relaxed);
     }
 
     fn check_data_page(&self, pid: PageId) -> Result<()> {
@@ -343,7 +341,10 @@ impl SpaceManager {
                 .pool
                 .fix_shared(PageId(map::map_page_of_group(g, self.group_pages)))?;
             if map::group_of(m.bytes()) != g {
-                return Err(Error::corruption(m.page_id(), "space map names another group"));
+                return Err(Error::corruption(
+                    m.page_id(),
+                    "space map names another group",
+                ));
             }
             n += (0..extents)
                 .map(|e| map::word(m.bytes(), e).count_ones() as u64)

@@ -168,17 +168,32 @@ fn growth_crosses_a_map_group() {
     let space = SpaceManager::open(pool(dir.path())).unwrap();
     assert_eq!(space.allocated_count().unwrap(), allocated);
     assert!(space.is_allocated(PageId(g)).unwrap());
-    assert!(matches!(space.free(PageId(g)), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        space.free(PageId(g)),
+        Err(Error::InvalidArgument { .. })
+    ));
 }
 
 #[test]
 fn bad_frees_and_bad_files_are_typed_errors() {
     let dir = tempfile::tempdir().unwrap();
     let space = SpaceManager::create(pool(dir.path())).unwrap();
-    assert!(matches!(space.free(PageId(0)), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(space.free(PageId(1)), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(space.free(PageId(5)), Err(Error::PageNotAllocated { .. })));
-    assert!(matches!(space.free(PageId(1 << 40)), Err(Error::PageNotAllocated { .. })));
+    assert!(matches!(
+        space.free(PageId(0)),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        space.free(PageId(1)),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        space.free(PageId(5)),
+        Err(Error::PageNotAllocated { .. })
+    ));
+    assert!(matches!(
+        space.free(PageId(1 << 40)),
+        Err(Error::PageNotAllocated { .. })
+    ));
     assert!(matches!(
         SpaceManager::create(space.pool().clone()),
         Err(Error::InvalidArgument { name: "file", .. })
@@ -189,7 +204,10 @@ fn bad_frees_and_bad_files_are_typed_errors() {
     let other = tempfile::tempdir().unwrap();
     let f = file(other.path());
     let e = probe_page_size(&*f).unwrap_err();
-    assert!(matches!(e, Error::BadFile { .. }) && e.to_string().contains("empty"), "{e}");
+    assert!(
+        matches!(e, Error::BadFile { .. }) && e.to_string().contains("empty"),
+        "{e}"
+    );
     f.write_all_at(&[7u8; 8192], 0).unwrap();
     let e = probe_page_size(&*f).unwrap_err();
     assert!(e.to_string().contains("not a Shoal data file"), "{e}");

@@ -51,7 +51,9 @@ pub struct StripedCounter {
 impl Default for StripedCounter {
     fn default() -> Self {
         StripedCounter {
-            stripes: (0..STRIPES).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+            stripes: (0..STRIPES)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
         }
     }
 }

@@ -244,7 +244,7 @@ impl HybridLatch {
             self.wait_while(|s| s & X_BIT != 0);
         }
         fence(Release); // seqlock ordering, as in try_exclusive
-        // Phase 2: wait for the readers that were inside to leave.
+                        // Phase 2: wait for the readers that were inside to leave.
         if self.state.load(Acquire) & S_MASK != 0 {
             self.wait_while(|s| s & S_MASK != 0);
             // Acquire: pairs with the readers' Release decrement.

@@ -67,7 +67,11 @@ fn optimistic_read_overlapping_write_fails_validation() {
         let g = d.0.optimistic();
         let (a, b) = (d.1.load(Relaxed), d.2.load(Relaxed));
         g.validate().expect("no writer left");
-        assert_eq!((a, b), (1, 1), "optimistic read after release sees the writer's data");
+        assert_eq!(
+            (a, b),
+            (1, 1),
+            "optimistic read after release sees the writer's data"
+        );
     });
 }
 

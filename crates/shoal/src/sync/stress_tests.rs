@@ -75,6 +75,9 @@ fn readers_writers_and_optimists_agree() {
     // SAFETY: all threads joined.
     let p = unsafe { &*d.plain.get() };
     assert_eq!(*p, (writes, writes), "lost update");
-    assert!(validated.load(Relaxed) > 0, "optimistic reads never validated");
+    assert!(
+        validated.load(Relaxed) > 0,
+        "optimistic reads never validated"
+    );
     assert_eq!(d.latch.version(), writes);
 }
