@@ -102,11 +102,13 @@ impl Error {
     }
 
     /// Builds an [`Error::Io`] or, for `ENOSPC`, an [`Error::NoSpace`].
+    ///
+    /// The test is on the raw OS error, which every error from a system call carries;
+    /// `io::ErrorKind::StorageFull` is not consulted because it is newer (Rust 1.83) than the
+    /// crate's minimum supported Rust version.
     pub fn from_io(op: &'static str, path: impl Into<String>, source: std::io::Error) -> Error {
         let path = path.into();
-        if source.raw_os_error() == Some(libc::ENOSPC)
-            || source.kind() == std::io::ErrorKind::StorageFull
-        {
+        if source.raw_os_error() == Some(libc::ENOSPC) {
             Error::NoSpace { op, path }
         } else {
             Error::Io { op, path, source }

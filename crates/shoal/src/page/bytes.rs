@@ -291,7 +291,7 @@ mod tests {
                         at.copy_within(a..a + len, b);
                     }
                     _ => {
-                        plain.fill(a..a + len, byte);
+                        PageWrite::fill(plain.as_mut_slice(), a..a + len, byte);
                         at.fill(a..a + len, byte);
                     }
                 }
