@@ -128,7 +128,10 @@ pub fn verify(image: &[u8], expected: PageId) -> Result<()> {
     let computed = compute_checksum(image);
     if stored != computed {
         if image.iter().all(|&b| b == 0) {
-            return Err(Error::corruption(expected, "page is all zeroes: it was never written"));
+            return Err(Error::corruption(
+                expected,
+                "page is all zeroes: it was never written",
+            ));
         }
         return Err(Error::corruption(
             expected,
@@ -179,7 +182,16 @@ mod tests {
             let mut bad = img.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
             let e = verify(&bad, PageId(7)).unwrap_err();
-            assert!(matches!(e, Error::Corruption { page_id: PageId(7), .. }), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Corruption {
+                        page_id: PageId(7),
+                        ..
+                    }
+                ),
+                "{e}"
+            );
         }
         let zero = vec![0u8; 4096];
         let e = verify(&zero, PageId(3)).unwrap_err().to_string();
