@@ -96,6 +96,12 @@ pub fn set_page_lsn<P: PageWrite + ?Sized>(page: &mut P, lsn: Lsn) {
     page.put_u64(OFF_PAGE_LSN, lsn.0);
 }
 
+/// The format version stored in the header (may differ from [`PAGE_FORMAT_VERSION`] on a
+/// corrupt page or one written by another version).
+pub fn format_version<P: PageRead + ?Sized>(page: &P) -> u16 {
+    page.u16_at(OFF_VERSION)
+}
+
 /// The raw page-type byte (may be unknown on a corrupt page).
 pub fn page_type_raw<P: PageRead + ?Sized>(page: &P) -> u8 {
     page.u8_at(OFF_TYPE)

@@ -1,1 +1,0 @@
-//! Slotted page layout (in progress).

@@ -1,0 +1,372 @@
+//! Writing slotted pages: `init` and the [`SlottedMut`] view.
+
+use super::{
+    encode_offset, uses_slotted_layout, Head, NoRoom, Slotted, OFF_SLOT_COUNT, OFF_SPECIAL_LEN,
+    SLOT_SIZE, SPECIAL_MAX_BYTES,
+};
+use crate::error::{Error, Result};
+use crate::options::{PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
+use crate::page::bytes::PageWrite;
+use crate::page::header::{self, PageType};
+use crate::types::PageId;
+
+/// Formats `page` as an empty slotted page `page_id` of type `page_type` with a zeroed special
+/// area of `special_bytes` bytes: writes the common header (page LSN 0), zeroes the rest of
+/// the page, and returns a write view of it.
+///
+/// # Panics
+/// If the page length is not a power of two from 4096 to 65536 bytes, if `page_type` does not
+/// use the slotted layout, or if `special_bytes > SPECIAL_MAX_BYTES` — all programmer errors.
+pub fn init<P: PageWrite + ?Sized>(
+    page: &mut P,
+    page_id: PageId,
+    page_type: PageType,
+    special_bytes: usize,
+) -> SlottedMut<'_, P> {
+    let page_len = page.page_len();
+    assert!(
+        page_len.is_power_of_two()
+            && (PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&page_len),
+        "unsupported page length {page_len}"
+    );
+    assert!(
+        uses_slotted_layout(page_type),
+        "{page_type:?} pages do not use the slotted layout"
+    );
+    assert!(
+        special_bytes <= SPECIAL_MAX_BYTES,
+        "special area of {special_bytes} bytes exceeds {SPECIAL_MAX_BYTES}"
+    );
+    header::init(page, page_id, page_type);
+    page.put_u16(OFF_SPECIAL_LEN, special_bytes as u16);
+    let mut view = SlottedMut {
+        page,
+        head: Head {
+            page_id,
+            page_len,
+            special_len: special_bytes,
+            slot_count: 0,
+            free_end: page_len,
+            frag: 0,
+        },
+    };
+    view.store_head();
+    view
+}
+
+/// A write view of a slotted page, for the holder of the frame's X latch (or the owner of a
+/// private buffer). Keeps the decoded slotted header and writes it back after every change.
+///
+/// Every mutator either completes or returns with the page unchanged: on
+/// [`Error::InvalidArgument`], on [`Error::Corruption`] (found before anything is written)
+/// and on `Ok(Err(NoRoom))`.
+pub struct SlottedMut<'a, P: PageWrite + ?Sized> {
+    page: &'a mut P,
+    head: Head,
+}
+
+/// One record to move during compaction.
+struct Live {
+    offset: usize,
+    len: usize,
+    slot: usize,
+}
+
+impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
+    /// Opens a write view, with the same O(1) checks as [`Slotted::open`].
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if a checked header field is out of range.
+    pub fn open(page: &'a mut P) -> Result<Self> {
+        let head = Slotted::open(&*page)?.head();
+        Ok(SlottedMut { page, head })
+    }
+
+    /// A read view of the current state (all of [`Slotted`]'s accessors).
+    pub fn view(&self) -> Slotted<'_, P> {
+        Slotted::from_parts(&*self.page, self.head)
+    }
+
+    /// Number of slots; see [`Slotted::slot_count`].
+    pub fn slot_count(&self) -> usize {
+        self.head.slot_count
+    }
+
+    /// Copies slot `slot`'s record; see [`Slotted::get`].
+    ///
+    /// # Errors
+    /// As [`Slotted::record_range`].
+    pub fn get(&self, slot: usize) -> Result<Vec<u8>> {
+        self.view().get(slot)
+    }
+
+    /// See [`Slotted::can_fit`].
+    pub fn can_fit(&self, len: usize) -> bool {
+        self.view().can_fit(len)
+    }
+
+    /// Copies `src` into the special area, starting `offset` bytes into it.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the range does not lie inside the special area (nothing is
+    /// written).
+    pub fn write_special(&mut self, offset: usize, src: &[u8]) -> Result<()> {
+        let range = self.view().special_subrange(offset, src.len())?;
+        self.page.write_from(range.start, src);
+        Ok(())
+    }
+
+    /// Inserts `record` as slot `slot`, shifting slots `slot..` up by one; compacts first if
+    /// the free space suffices only after compaction.
+    ///
+    /// # Errors
+    /// `Ok(Err(NoRoom))` if `record.len() + SLOT_SIZE > free_space_total()`;
+    /// [`Error::InvalidArgument`] if `slot > slot_count()`; [`Error::Corruption`] if a needed
+    /// compaction finds the page corrupt. The page is unchanged in all three cases.
+    pub fn insert(&mut self, slot: usize, record: &[u8]) -> Result<Result<(), NoRoom>> {
+        if slot > self.head.slot_count {
+            return Err(Error::invalid(
+                "slot",
+                format!(
+                    "insert at slot {slot}: page {} has only {} slots",
+                    self.head.page_id, self.head.slot_count
+                ),
+            ));
+        }
+        let needed_bytes = record.len().saturating_add(SLOT_SIZE);
+        let free_bytes = self.head.total_free();
+        if needed_bytes > free_bytes {
+            return Ok(Err(NoRoom {
+                needed_bytes,
+                free_bytes,
+            }));
+        }
+        if needed_bytes > self.head.contiguous() {
+            let live = self.plan_compaction(None)?;
+            self.apply_compaction(&live);
+        }
+        let offset = self.alloc(record.len());
+        self.page.write_from(offset, record);
+        let pos = self.head.slot_pos(slot);
+        let slots_end = self.head.free_start();
+        self.page.copy_within(pos..slots_end, pos + SLOT_SIZE);
+        self.write_slot(slot, offset, record.len());
+        self.head.slot_count += 1;
+        self.store_head();
+        Ok(Ok(()))
+    }
+
+    /// Appends `record` as slot `slot_count()`; see [`SlottedMut::insert`].
+    ///
+    /// # Errors
+    /// As [`SlottedMut::insert`].
+    pub fn push(&mut self, record: &[u8]) -> Result<Result<(), NoRoom>> {
+        self.insert(self.head.slot_count, record)
+    }
+
+    /// Removes slot `slot`, shifting slots `slot + 1..` down by one. Its record's bytes become
+    /// free: contiguous free space if the record was the lowest in the heap, fragmented free
+    /// space otherwise. A page left without record bytes gets its whole heap back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `slot >= slot_count()`; [`Error::Corruption`] if the slot
+    /// points outside the heap or the free-space accounting would overflow the heap (page
+    /// unchanged).
+    pub fn delete(&mut self, slot: usize) -> Result<()> {
+        let (offset, len) = self.head.slot_entry(&*self.page, slot)?;
+        let (free_end, frag) = if len > 0 && offset == self.head.free_end {
+            // The heap shrinks by `len`; the holes must still fit in it (slotted rule 7).
+            if self.head.frag > self.head.heap_len() - len {
+                return Err(self.head.corrupt(format!(
+                    "{} fragmented bytes do not fit a record heap of {} bytes holding the \
+                     {len}-byte record of slot {slot}",
+                    self.head.frag,
+                    self.head.heap_len()
+                )));
+            }
+            (self.head.free_end + len, self.head.frag)
+        } else {
+            (self.head.free_end, self.add_frag(len)?)
+        };
+        let pos = self.head.slot_pos(slot);
+        let slots_end = self.head.free_start();
+        self.page.copy_within(pos + SLOT_SIZE..slots_end, pos);
+        self.head.slot_count -= 1;
+        self.head.free_end = free_end;
+        self.head.frag = frag;
+        self.reclaim_empty_heap();
+        self.store_head();
+        Ok(())
+    }
+
+    /// Replaces slot `slot`'s record with `record`. A record that does not grow is rewritten in
+    /// place (the bytes it no longer needs become fragmented); one that grows is written to
+    /// new heap space, compacting the page first if needed, and its old bytes are freed.
+    ///
+    /// # Errors
+    /// `Ok(Err(NoRoom))` if `record.len() > free_space_total() + old length`;
+    /// [`Error::InvalidArgument`] if `slot >= slot_count()`; [`Error::Corruption`] if the slot
+    /// points outside the heap or a needed compaction finds the page corrupt. The page is
+    /// unchanged in all these cases.
+    pub fn update(&mut self, slot: usize, record: &[u8]) -> Result<Result<(), NoRoom>> {
+        let (old_offset, old_len) = self.head.slot_entry(&*self.page, slot)?;
+        let new_len = record.len();
+        if new_len <= old_len {
+            let offset = if new_len == 0 {
+                self.head.page_len
+            } else {
+                old_offset
+            };
+            self.head.frag = self.add_frag(old_len - new_len)?;
+            self.page.write_from(offset, record);
+            self.write_slot(slot, offset, new_len);
+            self.reclaim_empty_heap();
+            self.store_head();
+            return Ok(Ok(()));
+        }
+        let free_bytes = self.head.total_free() + old_len;
+        if new_len > free_bytes {
+            return Ok(Err(NoRoom {
+                needed_bytes: new_len,
+                free_bytes,
+            }));
+        }
+        if new_len <= self.head.contiguous() {
+            let frag = self.add_frag(old_len)?;
+            let offset = self.alloc(new_len);
+            self.head.frag = frag;
+            self.page.write_from(offset, record);
+            self.write_slot(slot, offset, new_len);
+        } else {
+            // Free the old record and compact without it; nothing is written before the plan
+            // has checked every slot.
+            let live = self.plan_compaction(Some(slot))?;
+            self.write_slot(slot, self.head.page_len, 0);
+            self.apply_compaction(&live);
+            let offset = self.alloc(new_len);
+            self.page.write_from(offset, record);
+            self.write_slot(slot, offset, new_len);
+        }
+        self.store_head();
+        Ok(Ok(()))
+    }
+
+    /// Moves every record to the end of the page so that all free space is contiguous, keeping
+    /// each record in its slot. Afterwards `free_space() == free_space_total()`.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if a slot points outside the heap, two records overlap, or the
+    /// fragmented-byte count does not match the heap (page unchanged).
+    pub fn compact(&mut self) -> Result<()> {
+        let live = self.plan_compaction(None)?;
+        self.apply_compaction(&live);
+        Ok(())
+    }
+
+    /// Checks every slot and returns the non-empty records except `skip`'s, highest offset
+    /// first. `skip`'s record counts as freed for the accounting check.
+    fn plan_compaction(&self, skip: Option<usize>) -> Result<Vec<Live>> {
+        let mut records = Vec::with_capacity(self.head.slot_count);
+        let mut live_bytes = 0;
+        for slot in 0..self.head.slot_count {
+            let (offset, len) = self.head.slot_entry(&*self.page, slot)?;
+            if len > 0 {
+                records.push((offset, len, slot));
+                live_bytes += len;
+            }
+        }
+        super::check_disjoint(&self.head, &mut records)?;
+        if self.head.frag + live_bytes != self.head.heap_len() {
+            return Err(self.head.corrupt(format!(
+                "{} fragmented bytes plus {live_bytes} record bytes do not fill the record \
+                 heap of {} bytes",
+                self.head.frag,
+                self.head.heap_len()
+            )));
+        }
+        Ok(records
+            .into_iter()
+            .filter(|&(_, _, slot)| Some(slot) != skip)
+            .map(|(offset, len, slot)| Live { offset, len, slot })
+            .collect())
+    }
+
+    /// Packs `live` (disjoint, highest offset first) against the page end. Each record moves
+    /// up or stays: the records above it total at most `page_len - its end` bytes, so its new
+    /// start is at or above its old start, and the bytes it lands on are free or its own.
+    fn apply_compaction(&mut self, live: &[Live]) {
+        let mut cursor = self.head.page_len;
+        for rec in live {
+            cursor -= rec.len;
+            debug_assert!(cursor >= rec.offset);
+            if cursor != rec.offset {
+                self.page
+                    .copy_within(rec.offset..rec.offset + rec.len, cursor);
+                self.write_slot(rec.slot, cursor, rec.len);
+            }
+        }
+        self.head.free_end = cursor;
+        self.head.frag = 0;
+        self.store_head();
+    }
+
+    /// `frag + bytes`, or `Corruption` if that exceeds the heap (slotted rule 7 cannot then
+    /// hold: records overlap or the count was wrong).
+    fn add_frag(&self, bytes: usize) -> Result<usize> {
+        let frag = self.head.frag + bytes;
+        if frag > self.head.heap_len() {
+            return Err(self.head.corrupt(format!(
+                "freeing {bytes} bytes would make {frag} fragmented bytes in a record heap of {} \
+                 bytes",
+                self.head.heap_len()
+            )));
+        }
+        Ok(frag)
+    }
+
+    /// If no record byte is left in the heap (all of it is fragmented), gives the whole heap
+    /// back to the contiguous free space. Zero-length records stay valid: they sit at
+    /// `page_len`.
+    fn reclaim_empty_heap(&mut self) {
+        if self.head.frag > 0 && self.head.frag == self.head.heap_len() {
+            self.head.free_end = self.head.page_len;
+            self.head.frag = 0;
+        }
+    }
+
+    /// Takes `len` bytes from the bottom of the contiguous free space (which must hold them)
+    /// and returns their offset; a zero-length record gets offset `page_len` (slotted rule 5).
+    fn alloc(&mut self, len: usize) -> usize {
+        debug_assert!(len <= self.head.contiguous());
+        if len == 0 {
+            return self.head.page_len;
+        }
+        self.head.free_end -= len;
+        self.head.free_end
+    }
+
+    fn write_slot(&mut self, slot: usize, offset: usize, len: usize) {
+        let mut raw = [0u8; SLOT_SIZE];
+        raw[..2].copy_from_slice(&encode_offset(offset).to_le_bytes());
+        raw[2..].copy_from_slice(&(len as u16).to_le_bytes());
+        self.page.write_from(self.head.slot_pos(slot), &raw);
+    }
+
+    /// Writes slot count, free_start, free_end and frag_bytes: one aligned 8-byte word. The
+    /// slot array may end at byte 65536 (a 64 KiB page full of empty records), so free_start
+    /// uses the heap-offset encoding too.
+    fn store_head(&mut self) {
+        let h = &self.head;
+        let fields = [
+            h.slot_count as u16,
+            encode_offset(h.free_start()),
+            encode_offset(h.free_end),
+            h.frag as u16,
+        ];
+        let mut raw = [0u8; 8];
+        for (dst, v) in raw.chunks_exact_mut(2).zip(fields) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+        self.page.write_from(OFF_SLOT_COUNT, &raw);
+    }
+}

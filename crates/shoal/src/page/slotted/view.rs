@@ -1,0 +1,203 @@
+//! The read view of a slotted page.
+
+use super::{Head, SLOT_SIZE};
+use crate::error::Result;
+use crate::page::bytes::PageRead;
+use crate::page::header::{self, HEADER_SIZE};
+use crate::types::PageId;
+use std::cmp::Ordering;
+use std::ops::Range;
+
+/// A read view of a slotted page: the slotted header decoded and checked once by
+/// [`Slotted::open`], then O(1) accessors that each check the slot they read.
+///
+/// Works on any [`PageRead`]: `[u8]` (with the zero-copy [`Slotted::get_slice`]) and frames
+/// read through `AtomicBytes` or `AtomicBytesMut`. The decoded header is a snapshot: under
+/// an optimistic latch the page may change meanwhile, which the bounds checks make harmless
+/// and the latch validation detects.
+pub struct Slotted<'a, P: PageRead + ?Sized> {
+    page: &'a P,
+    head: Head,
+}
+
+impl<P: PageRead + ?Sized> Clone for Slotted<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: PageRead + ?Sized> Copy for Slotted<'_, P> {}
+
+impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
+    /// Opens a view of `page`, checking in O(1) the page length, format version, page type
+    /// and slotted header fields (slotted rules 1–4). Errors name the page id found in the
+    /// header (the frame's own id, by header rule H2).
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] if a checked field is out of range.
+    pub fn open(page: &'a P) -> Result<Self> {
+        let page_id = if page.page_len() >= HEADER_SIZE {
+            header::page_id(page)
+        } else {
+            PageId::INVALID
+        };
+        Ok(Slotted {
+            page,
+            head: Head::read(page, page_id)?,
+        })
+    }
+
+    pub(super) fn from_parts(page: &'a P, head: Head) -> Self {
+        Slotted { page, head }
+    }
+
+    pub(super) fn head(&self) -> Head {
+        self.head
+    }
+
+    /// The page id the errors of this view name.
+    pub fn page_id(&self) -> PageId {
+        self.head.page_id
+    }
+
+    /// The underlying page, for reading fields of the common header.
+    pub fn page(&self) -> &'a P {
+        self.page
+    }
+
+    /// Number of slots (records) on the page.
+    pub fn slot_count(&self) -> usize {
+        self.head.slot_count
+    }
+
+    /// Size of the special area in bytes, as set by `init`.
+    pub fn special_len(&self) -> usize {
+        self.head.special_len
+    }
+
+    /// Byte range of the special area within the page.
+    pub fn special_range(&self) -> Range<usize> {
+        let start = self.head.slots_start() - self.head.special_len;
+        start..start + self.head.special_len
+    }
+
+    /// Copies `dst.len()` bytes starting `offset` bytes into the special area into `dst`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] if the range does not lie inside the special area (whose
+    /// length comes from the page, so a corrupt page can make it shorter than the access
+    /// method expects).
+    pub fn read_special(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        let range = self.special_subrange(offset, dst.len())?;
+        self.page.read_into(range.start, dst);
+        Ok(())
+    }
+
+    pub(super) fn special_subrange(&self, offset: usize, len: usize) -> Result<Range<usize>> {
+        let special = self.special_range();
+        match offset.checked_add(len) {
+            Some(end) if end <= special.len() => Ok(special.start + offset..special.start + end),
+            _ => Err(self.head.corrupt(format!(
+                "access to bytes [{offset}, {}) of a special area of {} bytes",
+                offset.saturating_add(len),
+                special.len()
+            ))),
+        }
+    }
+
+    /// The byte range within the page of slot `slot`'s record, checked to lie inside the
+    /// record heap. For callers that parse a record in place through [`PageRead`].
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] if `slot >= slot_count()`;
+    /// [`crate::Error::Corruption`] if the slot points outside the record heap.
+    pub fn record_range(&self, slot: usize) -> Result<Range<usize>> {
+        let (offset, len) = self.head.slot_entry(self.page, slot)?;
+        Ok(offset..offset + len)
+    }
+
+    /// Length in bytes of slot `slot`'s record.
+    ///
+    /// # Errors
+    /// As [`Slotted::record_range`].
+    pub fn record_len(&self, slot: usize) -> Result<usize> {
+        Ok(self.record_range(slot)?.len())
+    }
+
+    /// Copies slot `slot`'s record into a new vector.
+    ///
+    /// # Errors
+    /// As [`Slotted::record_range`].
+    pub fn get(&self, slot: usize) -> Result<Vec<u8>> {
+        let range = self.record_range(slot)?;
+        Ok(self.page.to_vec(range.start, range.len()))
+    }
+
+    /// Replaces the contents of `dst` with slot `slot`'s record, reusing its allocation.
+    ///
+    /// # Errors
+    /// As [`Slotted::record_range`]; `dst` is left unchanged on error.
+    pub fn read_record(&self, slot: usize, dst: &mut Vec<u8>) -> Result<()> {
+        let range = self.record_range(slot)?;
+        dst.clear();
+        dst.resize(range.len(), 0);
+        self.page.read_into(range.start, dst);
+        Ok(())
+    }
+
+    /// Compares slot `slot`'s record byte-wise (as `[u8]::cmp` does) with `key`, without
+    /// copying the record: what a binary search over sorted slots needs.
+    ///
+    /// # Errors
+    /// As [`Slotted::record_range`].
+    pub fn compare(&self, slot: usize, key: &[u8]) -> Result<Ordering> {
+        let range = self.record_range(slot)?;
+        let common = range.len().min(key.len());
+        let mut chunk = [0u8; 128];
+        let mut done = 0;
+        while done < common {
+            let n = (common - done).min(chunk.len());
+            self.page.read_into(range.start + done, &mut chunk[..n]);
+            match chunk[..n].cmp(&key[done..done + n]) {
+                Ordering::Equal => done += n,
+                unequal => return Ok(unequal),
+            }
+        }
+        Ok(range.len().cmp(&key.len()))
+    }
+
+    /// Contiguous free bytes between the slot array and the record heap. An insert of a
+    /// record of `len` bytes needs no compaction if `len + SLOT_SIZE <= free_space()`.
+    pub fn free_space(&self) -> usize {
+        self.head.contiguous()
+    }
+
+    /// Free bytes after compaction: [`Slotted::free_space`] plus the fragmented bytes. Equals
+    /// `capacity_bytes(page_size, special_len) - used_space()`.
+    pub fn free_space_total(&self) -> usize {
+        self.head.total_free()
+    }
+
+    /// Bytes taken by slots and records: `SLOT_SIZE * slot_count()` plus the record lengths
+    /// (as the header accounts them; exact on a page that passes `check`).
+    pub fn used_space(&self) -> usize {
+        // No underflow: `Head::read` checked frag <= heap, so total_free <= page_len - slots_start.
+        self.head.page_len - self.head.slots_start() - self.head.total_free()
+    }
+
+    /// Whether inserting one more record of `len` bytes would succeed (after compaction, which
+    /// the insert does by itself): `len + SLOT_SIZE <= free_space_total()`.
+    pub fn can_fit(&self, len: usize) -> bool {
+        len.saturating_add(SLOT_SIZE) <= self.free_space_total()
+    }
+}
+
+impl<'a> Slotted<'a, [u8]> {
+    /// Slot `slot`'s record as a slice of the page, without copying.
+    ///
+    /// # Errors
+    /// As [`Slotted::record_range`].
+    pub fn get_slice(&self, slot: usize) -> Result<&'a [u8]> {
+        let range = self.record_range(slot)?;
+        Ok(&self.page[range])
+    }
+}
