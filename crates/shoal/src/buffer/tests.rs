@@ -75,22 +75,30 @@ fn fill(pool: &BufferPool, pages: u64) {
 /// after reopening the file in a fresh pool.
 #[test]
 fn concurrent_random_fixes_match_model() {
-    const FRAMES: usize = 32;
-    const PAGES: u64 = FRAMES as u64 * 10;
-    const THREADS: usize = 8;
-    const OPS: usize = 2500;
+    random_fixes_match_model(32, 8, 2500);
+}
+
+/// Long version for the ignored suite: more threads, pages and operations.
+#[test]
+#[ignore = "long stress test: cargo test --release -- --ignored"]
+fn concurrent_random_fixes_match_model_long() {
+    random_fixes_match_model(64, 16, 200_000);
+}
+
+fn random_fixes_match_model(frames: usize, threads: usize, ops: usize) {
+    let pages = frames as u64 * 10;
     let dir = tempfile::tempdir().unwrap();
-    let pool = BufferPool::open(data_file(&dir), &opts(FRAMES), Arc::new(NoWal)).unwrap();
-    fill(&pool, PAGES);
-    let model: Arc<Vec<AtomicU64>> = Arc::new((0..PAGES).map(|_| AtomicU64::new(0)).collect());
-    let handles: Vec<_> = (0..THREADS)
+    let pool = BufferPool::open(data_file(&dir), &opts(frames), Arc::new(NoWal)).unwrap();
+    fill(&pool, pages);
+    let model: Arc<Vec<AtomicU64>> = Arc::new((0..pages).map(|_| AtomicU64::new(0)).collect());
+    let handles: Vec<_> = (0..threads)
         .map(|t| {
             let pool = pool.clone();
             let model = model.clone();
             std::thread::spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(t as u64);
-                for _ in 0..OPS {
-                    let p = rng.random_range(0..PAGES);
+                for _ in 0..ops {
+                    let p = rng.random_range(0..pages);
                     match rng.random_range(0..10) {
                         0..=3 => {
                             let mut g = pool.fix_exclusive(PageId(p)).unwrap();
@@ -121,7 +129,7 @@ fn concurrent_random_fixes_match_model() {
     for h in handles {
         h.join().unwrap();
     }
-    for p in 0..PAGES {
+    for p in 0..pages {
         let g = pool.fix_shared(PageId(p)).unwrap();
         assert_eq!(
             check_stamp(g.bytes(), p).unwrap(),
@@ -130,14 +138,14 @@ fn concurrent_random_fixes_match_model() {
     }
     let s = pool.stats();
     assert!(
-        s.misses > PAGES && s.evictions > 0 && s.dirty_writes > 0,
+        s.misses > pages && s.evictions > 0 && s.dirty_writes > 0,
         "{s:?}"
     );
     pool.close().unwrap();
     drop(pool);
 
-    let pool = BufferPool::open(data_file(&dir), &opts(FRAMES), Arc::new(NoWal)).unwrap();
-    for p in 0..PAGES {
+    let pool = BufferPool::open(data_file(&dir), &opts(frames), Arc::new(NoWal)).unwrap();
+    for p in 0..pages {
         let g = pool.fix_shared(PageId(p)).unwrap();
         assert_eq!(
             check_stamp(g.bytes(), p).unwrap(),
