@@ -1,1 +1,39 @@
-//! Benchmarks (in progress).
+//! # Shoal benchmarks
+//!
+//! Job: measure Shoal the way DESIGN.md §4 and §6 ask — throughput in total and per thread,
+//! latency percentiles, aborts by cause, CPU time per operation and peak memory, for a sweep
+//! of thread counts, with every ratio (2 threads vs 1) measured within one invocation — and
+//! report it as JSON lines, a table and a markdown report.
+//!
+//! ```text
+//!  shoal bench buffer ...            (crates/shoal-cli)
+//!        │
+//!        ▼
+//!  runner::run_micro(bench, variants, RunConfig, &mut Output)
+//!        │  for each variant:      MicroBench::setup ─► State
+//!        │    for each threads:    runner::measure_point ─► PointResult ─► Measurement
+//!        ▼
+//!  output::Output (observer)  ── stderr: progress
+//!        │                     ── stdout: JSON lines (--json) or report::text_table
+//!        └── --out DIR: results.jsonl, report.md (report::markdown)
+//! ```
+//!
+//! Modules: [`runner`] (threads, phases, counting, latency sampling), [`measurement`] (the
+//! JSON record), [`output`] and [`report`] (where results go), [`parse`] (thread lists,
+//! sizes, seconds), [`sys`] (peak RSS, CPU time), [`micro`] (the micro-benchmarks).
+//!
+//! Non-goals for now: peer engines (SQLite, PostgreSQL, Derby), the workloads (`select1`,
+//! `tpcb`, `insert`, `tpcc`) and charts; they come with the engine layers they need.
+
+pub mod error;
+pub mod measurement;
+pub mod micro;
+pub mod output;
+pub mod parse;
+pub mod report;
+pub mod runner;
+pub mod sys;
+
+pub use error::{BenchError, Result};
+pub use measurement::Measurement;
+pub use runner::{MicroBench, Observer, RunConfig, ThreadCtx};

@@ -1,0 +1,72 @@
+//! The benchmark crate's error type: engine errors, file errors of the harness itself, bad
+//! settings, failed result checks and panicking worker threads.
+
+use std::path::PathBuf;
+
+/// Result alias of the benchmark crate.
+pub type Result<T, E = BenchError> = std::result::Result<T, E>;
+
+/// Everything that can stop a benchmark run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// The engine under test returned an error (during setup or an operation).
+    #[error(transparent)]
+    Engine(#[from] shoal::Error),
+
+    /// A file or directory of the harness (database directory, `--out` directory, report
+    /// file) could not be created, read or written. `what` says what the harness was doing.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What the harness was doing, e.g. "creating the output directory".
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating-system error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A setting is out of range or names something that does not exist. `name` is the
+    /// setting as the user typed it (e.g. `--threads`, `variant`).
+    #[error("invalid {name}: {reason}")]
+    InvalidArgument {
+        /// The setting.
+        name: &'static str,
+        /// Why it is rejected, with what is accepted.
+        reason: String,
+    },
+
+    /// An operation saw a result that the data set up for it rules out (e.g. a page holding
+    /// another page's content): the engine under test is wrong, so the run stops.
+    #[error("result check failed: {0}")]
+    Check(String),
+
+    /// A worker thread panicked; the payload's message, if it had one.
+    #[error("benchmark thread {thread_idx} panicked: {message}")]
+    Panicked {
+        /// Index of the worker thread, from 0.
+        thread_idx: usize,
+        /// The panic message (or a placeholder when the payload is not a string).
+        message: String,
+    },
+}
+
+impl BenchError {
+    /// Shorthand for [`BenchError::InvalidArgument`].
+    pub fn invalid(name: &'static str, reason: impl Into<String>) -> BenchError {
+        BenchError::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`BenchError::Io`].
+    pub fn io(what: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> BenchError {
+        BenchError::Io {
+            what,
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Human-readable results: the table printed at the end of a run without `--json`, and the
+//! `report.md` written with `--out`. Both show, for every variant, the throughput of each
+//! thread count relative to the smallest thread count measured (normally 1): the scaling
+//! ratio that DESIGN.md §6 asks to measure within one invocation.
+//!
+//! Charts (SVG/PNG, per-thread throughput on a log-y axis) are not drawn yet.
+
+use crate::measurement::Measurement;
+use std::fmt::Write as _;
+
+/// Formats a rate or count with three significant digits and a k/M/G suffix (`12.3M`).
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.3}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.3}M", v / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.3}k", v / 1e3)
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// Formats an optional latency in microseconds; `-` when absent.
+fn us(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v < 10.0 => format!("{v:.3}"),
+        Some(v) if v < 1000.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.0}"),
+        None => "-".to_string(),
+    }
+}
+
+/// The smallest thread count among `ms`: the base of the scaling ratios.
+fn base_threads(ms: &[Measurement]) -> Option<usize> {
+    ms.iter().map(|m| m.threads).min()
+}
+
+/// Throughput of `m` divided by that of the point of the same benchmark, engine and variant
+/// at `base` threads, if that point exists and measured anything.
+fn ratio(ms: &[Measurement], m: &Measurement, base: usize) -> Option<f64> {
+    let b = ms.iter().find(|b| {
+        b.threads == base && b.bench == m.bench && b.engine == m.engine && b.variant == m.variant
+    })?;
+    (b.ops_per_s > 0.0).then(|| m.ops_per_s / b.ops_per_s)
+}
+
+fn aborts_cell(m: &Measurement) -> String {
+    if m.aborts.is_empty() {
+        return "-".to_string();
+    }
+    m.aborts
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The rows of the result table: a header and one row per measurement, in run order.
+fn rows(ms: &[Measurement]) -> Vec<Vec<String>> {
+    let base = base_threads(ms).unwrap_or(1);
+    let mut rows = vec![vec![
+        "variant".to_string(),
+        "threads".to_string(),
+        "ops/s".to_string(),
+        "ops/s/thread".to_string(),
+        format!("x vs {base} thr"),
+        "p50 us".to_string(),
+        "p95 us".to_string(),
+        "p99 us".to_string(),
+        "cpu us/op".to_string(),
+        "max RSS MiB".to_string(),
+        "aborts".to_string(),
+    ]];
+    for m in ms {
+        rows.push(vec![
+            m.variant.clone(),
+            m.threads.to_string(),
+            si(m.ops_per_s),
+            si(m.ops_per_s_per_thread),
+            ratio(ms, m, base).map_or("-".to_string(), |r| format!("{r:.2}")),
+            us(m.p50_us),
+            us(m.p95_us),
+            us(m.p99_us),
+            us(m.cpu_s_per_op.map(|s| s * 1e6)),
+            m.max_rss_bytes.map_or("-".to_string(), |b| {
+                format!("{:.0}", b as f64 / (1 << 20) as f64)
+            }),
+            aborts_cell(m),
+        ]);
+    }
+    rows
+}
+
+/// The result table as aligned plain text (first column left-aligned, numbers right-aligned),
+/// one line per measurement, ending with a newline. Empty input gives an empty string.
+pub fn text_table(ms: &[Measurement]) -> String {
+    if ms.is_empty() {
+        return String::new();
+    }
+    let rows = rows(ms);
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                if c == 0 || c == row.len() - 1 {
+                    format!("{cell:<w$}", w = widths[c])
+                } else {
+                    format!("{cell:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+        if i == 0 {
+            let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+            out.push_str(&"-".repeat(total));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The `report.md` of a run: the command, the table, the scaling ratios per variant, the
+/// engine counters of each point and the settings of each variant.
+pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
+    let mut md = String::new();
+    let benches: Vec<&str> = dedup(ms.iter().map(|m| m.bench.as_str()));
+    let _ = writeln!(md, "# Shoal benchmark report: {}\n", benches.join(", "));
+    let _ = writeln!(md, "Command: `{command_line}`\n");
+    if let Some(cpus) = ms.first().and_then(|m| m.config.get("host_cpus")) {
+        let _ = writeln!(md, "Host CPUs available to the process: {cpus}\n");
+    }
+    if ms.is_empty() {
+        md.push_str("No points were measured.\n");
+        return md;
+    }
+
+    md.push_str("## Results\n\n");
+    md.push_str(
+        "Throughput in operations per second; latencies in microseconds from sampled \
+         operations; `x vs N thr` is the throughput relative to the same variant at the \
+         smallest thread count measured.\n\n",
+    );
+    let rows = rows(ms);
+    for (i, row) in rows.iter().enumerate() {
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+        if i == 0 {
+            let seps: Vec<&str> = (0..row.len())
+                .map(|c| {
+                    if c == 0 || c == row.len() - 1 {
+                        "---"
+                    } else {
+                        "---:"
+                    }
+                })
+                .collect();
+            let _ = writeln!(md, "| {} |", seps.join(" | "));
+        }
+    }
+
+    let base = base_threads(ms).unwrap_or(1);
+    let _ = writeln!(md, "\n## Scaling relative to {base} thread(s)\n");
+    for variant in dedup(ms.iter().map(|m| m.variant.as_str())) {
+        let parts: Vec<String> = ms
+            .iter()
+            .filter(|m| m.variant == variant && m.threads != base)
+            .filter_map(|m| {
+                ratio(ms, m, base).map(|r| {
+                    format!(
+                        "{} threads: {r:.2}x total, {:.2}x per thread",
+                        m.threads,
+                        r * base as f64 / m.threads as f64
+                    )
+                })
+            })
+            .collect();
+        let text = if parts.is_empty() {
+            "no other thread count measured".to_string()
+        } else {
+            parts.join("; ")
+        };
+        let _ = writeln!(md, "- `{variant}`: {text}");
+    }
+
+    md.push_str("\n## Engine counters during the measured time\n\n");
+    for m in ms {
+        let counters: Vec<String> = m
+            .engine_stats
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(
+            md,
+            "- `{}` threads={}, {:.2} s: {}",
+            m.variant,
+            m.threads,
+            m.duration_s,
+            if counters.is_empty() {
+                "-".to_string()
+            } else {
+                counters.join(", ")
+            }
+        );
+    }
+
+    md.push_str("\n## Settings\n\n");
+    md.push_str(&settings(ms));
+    md
+}
+
+/// The `config` of each variant's first point: the entries all variants share, then each
+/// variant's own.
+fn settings(ms: &[Measurement]) -> String {
+    let firsts: Vec<&Measurement> = dedup(ms.iter().map(|m| m.variant.as_str()))
+        .into_iter()
+        .filter_map(|v| ms.iter().find(|m| m.variant == v))
+        .collect();
+    let Some(first) = firsts.first() else {
+        return String::new();
+    };
+    let shared = |k: &str, v: &serde_json::Value| firsts.iter().all(|m| m.config.get(k) == Some(v));
+    let mut out = String::from("Shared by all variants:\n\n");
+    for (k, v) in &first.config {
+        if shared(k, v) {
+            let _ = writeln!(out, "- `{k}`: `{v}`");
+        }
+    }
+    for m in &firsts {
+        let own: Vec<String> = m
+            .config
+            .iter()
+            .filter(|(k, v)| !shared(k, v))
+            .map(|(k, v)| format!("`{k}`: `{v}`"))
+            .collect();
+        if !own.is_empty() {
+            let _ = writeln!(out, "\n`{}`: {}", m.variant, own.join(", "));
+        }
+    }
+    out
+}
+
+/// The distinct values of `it` in first-seen order.
+fn dedup<'a>(it: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for s in it {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measurement::tests::sample;
+
+    fn points() -> Vec<Measurement> {
+        let mut a1 = sample();
+        a1.variant = "a".into();
+        a1.threads = 1;
+        a1.ops_per_s = 1000.0;
+        let mut a2 = a1.clone();
+        a2.threads = 2;
+        a2.ops_per_s = 1900.0;
+        let mut b1 = a1.clone();
+        b1.variant = "b".into();
+        b1.ops_per_s = 5e6;
+        b1.p50_us = None;
+        let mut b2 = b1.clone();
+        b2.threads = 2;
+        b2.ops_per_s = 2.5e6;
+        b2.aborts.insert("deadlock".into(), 3);
+        vec![a1, a2, b1, b2]
+    }
+
+    #[test]
+    fn si_formatting() {
+        assert_eq!(si(12.0), "12.0");
+        assert_eq!(si(12_345.0), "12.345k");
+        assert_eq!(si(12_345_678.0), "12.346M");
+        assert_eq!(si(2.5e9), "2.500G");
+    }
+
+    #[test]
+    fn table_has_ratios_to_one_thread() {
+        let t = text_table(&points());
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2 + 4, "{t}");
+        assert!(lines[0].contains("x vs 1 thr"), "{t}");
+        assert!(
+            lines[2].starts_with("a ") && lines[2].contains("1.00"),
+            "{t}"
+        );
+        assert!(lines[3].contains("1.90"), "{t}");
+        assert!(
+            lines[5].contains("0.50") && lines[5].contains("deadlock=3"),
+            "{t}"
+        );
+        // Missing latency is shown as "-", never as 0.
+        assert!(lines[4].contains(" - "), "{t}");
+        assert_eq!(text_table(&[]), "");
+    }
+
+    #[test]
+    fn ratio_base_is_the_smallest_thread_count() {
+        let mut ms = points();
+        ms.retain(|m| m.variant == "a");
+        for m in &mut ms {
+            m.threads *= 2;
+        }
+        let t = text_table(&ms);
+        assert!(t.contains("x vs 2 thr"), "{t}");
+        assert!(t.contains("1.90"), "{t}");
+    }
+
+    #[test]
+    fn markdown_report() {
+        let md = markdown(&points(), "shoal bench buffer --threads 1,2");
+        assert!(md.starts_with("# Shoal benchmark report: buffer"));
+        assert!(md.contains("`shoal bench buffer --threads 1,2`"));
+        assert!(md.contains("| variant | threads |"));
+        assert!(md.contains("| --- | ---: |"));
+        assert!(
+            md.contains("- `a`: 2 threads: 1.90x total, 0.95x per thread"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- `b`: 2 threads: 0.50x total, 0.25x per thread"),
+            "{md}"
+        );
+        assert!(md.contains("- `a` threads=1, 5.00 s: hits=7"), "{md}");
+        assert!(md.contains("- `pool_size_bytes`: `67108864`"), "{md}");
+    }
+
+    #[test]
+    fn settings_show_shared_entries_once() {
+        let mut ms = points();
+        ms[0].config.insert("page_count".into(), 1.into());
+        ms[2].config.insert("page_count".into(), 96.into());
+        let text = settings(&ms);
+        assert_eq!(text.matches("pool_size_bytes").count(), 1, "{text}");
+        assert!(text.contains("`a`: `page_count`: `1`"), "{text}");
+        assert!(text.contains("`b`: `page_count`: `96`"), "{text}");
+    }
+}
