@@ -1,19 +1,38 @@
 //! [`HybridLatch`] and its per-mode guards. Rules and the soundness argument: module `sync`.
 
-use super::shim::{fence, spin_hint, AtomicU64, Parker, SPIN_ROUNDS};
+use super::readers;
+use super::shim::{fence, spin_hint, AtomicU32, AtomicU64, Parker, SPIN_ROUNDS};
 use std::fmt;
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use std::time::{Duration, Instant};
 
 const X_BIT: u64 = 1 << 63;
 const PARKED: u64 = 1 << 62;
+const BIAS: u64 = 1 << 61;
 const S_SHIFT: u32 = 42;
 const S_ONE: u64 = 1 << S_SHIFT;
-const S_MASK: u64 = ((1 << 20) - 1) << S_SHIFT;
+const S_MASK: u64 = ((1 << 19) - 1) << S_SHIFT;
 const V_MASK: u64 = S_ONE - 1;
+/// `SharedGuard::slot` of a hold counted in the state word (not published in the table).
+const COUNTED: u32 = u32::MAX;
+/// Contended counted shared acquisitions to wait after a revocation before biasing again.
+const INHIBIT_ACQUISITIONS: u32 = 256;
 
-const _: () = assert!(S_MASK & (X_BIT | PARKED | V_MASK) == 0);
-const _: () = assert!(X_BIT | PARKED | S_MASK | V_MASK == u64::MAX);
+const _: () = assert!(S_MASK & (X_BIT | PARKED | BIAS | V_MASK) == 0);
+const _: () = assert!(X_BIT | PARKED | BIAS | S_MASK | V_MASK == u64::MAX);
+const _: () = assert!(readers::SLOTS < COUNTED as usize);
+
+/// The Dekker handshake of invariant 4 is correct with SeqCst accesses alone (C++20
+/// [atomics.order]: the single total order of SeqCst operations is consistent with coherence
+/// order, so of "publish slot; load word" and "CAS word; load slots" at least one load sees the
+/// other thread's store). loom models SeqCst *accesses* only as AcqRel (its README: "use
+/// `fence(SeqCst)`"), so under loom the reader adds the fence that the hardware and the
+/// language model already give us; the writer's side always has it (it is off the hot path).
+#[inline(always)]
+fn loom_sc_fence() {
+    #[cfg(loom)]
+    fence(SeqCst);
+}
 
 /// A failed optimistic validation: the data read may be inconsistent and the operation must
 /// restart from its beginning (sync rule O3). Also returned by [`OptimisticGuard::upgrade`]
@@ -31,10 +50,15 @@ impl std::error::Error for Restart {}
 
 /// A hybrid latch: optimistic, shared and exclusive modes in one 64-bit word (see `sync`).
 ///
-/// Size: 8 bytes (plus a mutex and condition variable under loom).
+/// Size: 16 bytes (plus a mutex and condition variable under loom).
 pub struct HybridLatch {
     state: AtomicU64,
+    /// Contended shared acquisitions left before the latch may become reader-biased again
+    /// (a heuristic: racy updates are harmless).
+    inhibit: AtomicU32,
     parker: Parker,
+    #[cfg(loom)]
+    table: Box<readers::Table>,
 }
 
 impl Default for HybridLatch {
@@ -50,6 +74,7 @@ impl fmt::Debug for HybridLatch {
             .field("exclusive", &(s & X_BIT != 0))
             .field("shared", &((s & S_MASK) >> S_SHIFT))
             .field("parked", &(s & PARKED != 0))
+            .field("biased", &(s & BIAS != 0))
             .field("version", &(s & V_MASK))
             .finish()
     }
@@ -61,6 +86,7 @@ impl HybridLatch {
     pub const fn new() -> Self {
         HybridLatch {
             state: AtomicU64::new(0),
+            inhibit: AtomicU32::new(0),
             parker: Parker::new(),
         }
     }
@@ -70,13 +96,24 @@ impl HybridLatch {
     pub fn new() -> Self {
         HybridLatch {
             state: AtomicU64::new(0),
+            inhibit: AtomicU32::new(0),
             parker: Parker::new(),
+            table: readers::new_table(),
         }
     }
 
     #[inline]
     fn key(&self) -> usize {
         self as *const Self as usize
+    }
+
+    /// The visible-readers table this latch publishes in.
+    #[inline]
+    fn table(&self) -> &readers::Table {
+        #[cfg(not(loom))]
+        return readers::global();
+        #[cfg(loom)]
+        return &self.table;
     }
 
     /// The current version (changes on every exclusive release). For diagnostics and tests.
@@ -89,9 +126,31 @@ impl HybridLatch {
         self.state.load(Relaxed) & X_BIT != 0
     }
 
-    /// Number of shared holders right now.
+    /// Number of shared holders counted in the latch word right now (holders published in
+    /// the visible-readers table of a biased latch are not included).
     pub fn shared_count(&self) -> u64 {
         (self.state.load(Relaxed) & S_MASK) >> S_SHIFT
+    }
+
+    /// True if the latch is reader-biased (shared holds are published in the visible-readers
+    /// table instead of counted in the word).
+    pub fn is_biased(&self) -> bool {
+        self.state.load(Relaxed) & BIAS != 0
+    }
+
+    /// Makes the latch reader-biased now if no writer holds it (normally this happens by
+    /// itself once readers are seen to overlap). For tests and benchmarks.
+    pub fn enable_bias(&self) {
+        let mut s = self.state.load(Relaxed);
+        while s & (X_BIT | BIAS) == 0 {
+            match self
+                .state
+                .compare_exchange_weak(s, s | BIAS, Relaxed, Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => s = now,
+            }
+        }
     }
 
     // ---------------------------------------------------------------- optimistic
@@ -136,22 +195,75 @@ impl HybridLatch {
     // ---------------------------------------------------------------- shared
 
     /// Acquires the latch in shared mode if that is possible without waiting.
+    ///
+    /// On a reader-biased latch the hold is published in the visible-readers table (no
+    /// write to the latch word); otherwise it is counted in the word. Readers that are seen
+    /// to overlap turn the bias on (invariant 4).
     #[inline]
     pub fn try_shared(&self) -> Option<SharedGuard<'_>> {
         let mut s = self.state.load(Relaxed);
+        if s & BIAS != 0 {
+            let idx = readers::slot_for(self.key());
+            if readers::try_publish(self.table(), idx, self.key()) {
+                // Dekker with the writer's SeqCst CAS of X: either we see X/no bias here, or
+                // the writer's scan sees our slot (invariant 4).
+                loom_sc_fence();
+                if self.state.load(SeqCst) & (BIAS | X_BIT) == BIAS {
+                    return Some(SharedGuard {
+                        latch: self,
+                        slot: idx as u32,
+                    });
+                }
+                readers::retire(self.table(), idx);
+            }
+            s = self.state.load(Relaxed);
+        }
+        let mut contended = false;
         loop {
             if s & X_BIT != 0 {
                 return None;
             }
             assert!(s & S_MASK != S_MASK, "shared count overflow");
+            contended |= s & S_MASK != 0;
             match self
                 .state
                 .compare_exchange_weak(s, s + S_ONE, Acquire, Relaxed)
             {
-                Ok(_) => return Some(SharedGuard { latch: self }),
-                Err(now) => s = now,
+                Ok(_) => break,
+                Err(now) => {
+                    contended = true;
+                    s = now;
+                }
             }
         }
+        if contended && s & BIAS == 0 {
+            self.consider_bias();
+        }
+        Some(SharedGuard {
+            latch: self,
+            slot: COUNTED,
+        })
+    }
+
+    /// Readers overlapped on the counted path: bias the latch unless a recent revocation
+    /// says writers come often (then count down instead).
+    #[cold]
+    fn consider_bias(&self) {
+        let left = self.inhibit.load(Relaxed);
+        if left > 0 {
+            self.inhibit.store(left - 1, Relaxed);
+        } else {
+            self.enable_bias();
+        }
+    }
+
+    /// After a CAS that set X and cleared a bias that was set (`prev & BIAS != 0`): wait for
+    /// the published readers to leave and hold off re-biasing for a while.
+    #[cold]
+    fn revoke_bias(&self) {
+        fence(SeqCst);
+        readers::wait_gone(self.table(), self.key());
+        self.inhibit.store(INHIBIT_ACQUISITIONS, Relaxed);
     }
 
     /// Acquires the latch in shared mode, waiting while an exclusive holder is present.
@@ -181,7 +293,11 @@ impl HybridLatch {
         }
     }
 
-    fn unlock_shared(&self) {
+    fn unlock_shared(&self, slot: u32) {
+        if slot != COUNTED {
+            readers::retire(self.table(), slot as usize);
+            return;
+        }
         // Release: our reads happen before a writer's drain check (Acquire) sees the count.
         let prev = self.state.fetch_sub(S_ONE, Release);
         debug_assert!(prev & S_MASK != 0, "unlock_shared without a shared holder");
@@ -201,13 +317,29 @@ impl HybridLatch {
         if s & (X_BIT | S_MASK) != 0 {
             return None;
         }
-        match self.state.compare_exchange(s, s | X_BIT, Acquire, Relaxed) {
-            Ok(_) => {
-                fence(Release); // seqlock: X is visible before any data store (module doc)
-                Some(ExclusiveGuard { latch: self })
-            }
-            Err(_) => None,
+        if self
+            .state
+            .compare_exchange(s, (s | X_BIT) & !BIAS, SeqCst, Relaxed)
+            .is_err()
+        {
+            return None;
         }
+        if s & BIAS != 0 && {
+            fence(SeqCst);
+            readers::any(self.table(), self.key())
+        } {
+            // Published readers are inside and we may not wait: put everything back as it
+            // was (same version: nothing was written) and wake anyone who parked meanwhile.
+            // One swap: we own X, so only PARKED can have changed since our CAS; restoring X
+            // clear and BIAS set in two steps would let a writer in unbiased in between.
+            let prev = self.state.swap(s & !PARKED, Release);
+            if (prev | s) & PARKED != 0 {
+                self.parker.unpark_all(self.key());
+            }
+            return None;
+        }
+        fence(Release); // seqlock: X is visible before any data store (module doc)
+        Some(ExclusiveGuard { latch: self })
     }
 
     /// Acquires the latch exclusively, waiting for other holders to leave.
@@ -228,23 +360,27 @@ impl HybridLatch {
     #[cold]
     fn exclusive_slow(&self) -> (ExclusiveGuard<'_>, Option<Duration>) {
         let start = Instant::now();
-        // Phase 1: claim the X bit (blocks new shared and optimistic entries; rule 1).
-        loop {
+        // Phase 1: claim the X bit (blocks new shared and optimistic entries; rule 1) and
+        // clear the bias in the same CAS (invariant 4).
+        let prev = loop {
             let s = self.state.load(Relaxed);
             if s & X_BIT == 0 {
                 if self
                     .state
-                    .compare_exchange_weak(s, s | X_BIT, Acquire, Relaxed)
+                    .compare_exchange_weak(s, (s | X_BIT) & !BIAS, SeqCst, Relaxed)
                     .is_ok()
                 {
-                    break;
+                    break s;
                 }
                 continue;
             }
             self.wait_while(|s| s & X_BIT != 0);
-        }
+        };
         fence(Release); // seqlock ordering, as in try_exclusive
-                        // Phase 2: wait for the readers that were inside to leave.
+        if prev & BIAS != 0 {
+            self.revoke_bias();
+        }
+        // Phase 2: wait for the readers that were inside to leave.
         if self.state.load(Acquire) & S_MASK != 0 {
             self.wait_while(|s| s & S_MASK != 0);
             // Acquire: pairs with the readers' Release decrement.
@@ -361,13 +497,16 @@ impl<'a> OptimisticGuard<'a> {
             }
             match l
                 .state
-                .compare_exchange_weak(s, s | X_BIT, Acquire, Relaxed)
+                .compare_exchange_weak(s, (s | X_BIT) & !BIAS, SeqCst, Relaxed)
             {
                 Ok(_) => break,
                 Err(now) => s = now,
             }
         }
         fence(Release);
+        if s & BIAS != 0 {
+            l.revoke_bias();
+        }
         if l.state.load(Acquire) & S_MASK != 0 {
             l.wait_while(|s| s & S_MASK != 0);
             fence(Acquire);
@@ -379,12 +518,14 @@ impl<'a> OptimisticGuard<'a> {
 /// A shared hold of a [`HybridLatch`]; released on drop.
 pub struct SharedGuard<'a> {
     latch: &'a HybridLatch,
+    /// Visible-readers slot of a published hold, or `COUNTED`.
+    slot: u32,
 }
 
 impl Drop for SharedGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.latch.unlock_shared();
+        self.latch.unlock_shared(self.slot);
     }
 }
 
@@ -400,7 +541,10 @@ impl<'a> ExclusiveGuard<'a> {
         let latch = self.latch;
         std::mem::forget(self);
         latch.downgrade_exclusive();
-        SharedGuard { latch }
+        SharedGuard {
+            latch,
+            slot: COUNTED,
+        }
     }
 }
 

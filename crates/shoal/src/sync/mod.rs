@@ -8,10 +8,12 @@
 //! ```text
 //!   optimistic  read the version, read the data, validate the version   (no shared write)
 //!   shared      many readers, counted in the word                       (one RMW in, one out)
+//!               — or, on a reader-biased latch, published in a slot of the
+//!               global visible-readers table                            (no write to the word)
 //!   exclusive   one writer; its release bumps the version               (one RMW in, one out)
 //!
-//!   state word:  63     62      61 ........ 42   41 ............... 0
-//!               [ X ][ PARKED ][ shared count ][       version        ]
+//!   state word:  63     62       61     60 ........ 42   41 ............... 0
+//!               [ X ][ PARKED ][ BIAS ][ shared count ][       version        ]
 //! ```
 //!
 //! ## Invariants
@@ -27,6 +29,18 @@
 //!    still set. Every release that can unblock someone (exclusive release/downgrade, last
 //!    shared release while X is set) clears PARKED *before* `unpark_all`, so a waiter either is
 //!    in the queue when `unpark_all` runs or sees PARKED clear and does not sleep.
+//! 4. **Reader bias** (BRAVO: Dice and Kogan, "BRAVO — Biased Locking for Reader-Writer
+//!    Locks", USENIX ATC 2019): while BIAS is set, a shared acquisition CASes the latch's
+//!    address into its slot of the visible-readers table (`readers`), then re-reads the word
+//!    and keeps the hold only if BIAS is still set and X clear. A writer clears BIAS in the same
+//!    CAS that sets X and then scans the table, waiting until no slot names the latch. All four
+//!    accesses are SeqCst, so (Dekker) either the reader sees X / no BIAS and backs out, or the
+//!    writer's scan sees the reader's slot and waits. BIAS is never set while X is held, and is
+//!    cleared by every exclusive acquisition (so every writer that clears it scans). BIAS is
+//!    set only when readers are seen to overlap on the counted path, and not again until
+//!    `INHIBIT_ACQUISITIONS` such overlaps after a revocation, so cold latches never pay the
+//!    scan and write-heavy latches stop being biased. A `try_exclusive` that finds published
+//!    readers puts the word back exactly as it was (one swap) and fails.
 //!
 //! ## Why the optimistic read path is sound in Rust
 //! An optimistic reader reads memory that an exclusive holder may be writing at the same
@@ -57,6 +71,11 @@
 //! validation; (O3) a failed validation is `Err(Restart)`, retried by one loop at the top of
 //! the operation (STYLE.md practice 5).
 //!
+//! Why bias matters: a counted shared latch is two atomic read-modify-writes on one cache
+//! line per hold; on a hot page (a B-tree root, seed 000's 99.2% hot spot) that line
+//! ping-pongs between cores and shared holds stop scaling. Published holds write a line that
+//! is (nearly always) private to the reading thread.
+//!
 //! ## Waiting
 //! A blocked acquisition spins with exponential backoff for a bounded number of rounds
 //! (`SPIN_ROUNDS`), then parks on the latch's address in `parking_lot_core`'s global table.
@@ -67,9 +86,11 @@
 //! upgrade from shared to exclusive (it deadlocks two upgraders — release and take X instead,
 //! or upgrade from an optimistic guard, which fails cleanly).
 //!
-//! The `loom` models in `loom_tests.rs` check invariants 1–3 (`RUSTFLAGS="--cfg loom"`).
+//! The `loom` models in `loom_tests.rs` check invariants 1–4 (`RUSTFLAGS="--cfg loom"`);
+//! `stress_tests.rs` runs the same checks on real threads, with and without bias.
 
 mod latch;
+mod readers;
 mod shim;
 
 #[cfg(all(test, loom))]

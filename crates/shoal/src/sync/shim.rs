@@ -1,9 +1,9 @@
 //! Atomics and parking, switched to `loom`'s models under `--cfg loom`.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64};
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU64};
+pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64};
 
 /// Spin-wait hint; under loom a yield so the model checker can schedule the other thread.
 #[inline]
@@ -12,6 +12,15 @@ pub(crate) fn spin_hint() {
     loom::thread::yield_now();
     #[cfg(not(loom))]
     std::hint::spin_loop();
+}
+
+/// Gives up the processor (a scheduling point under loom).
+#[inline]
+pub(crate) fn yield_now() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
 }
 
 /// Number of backoff rounds before parking (each round spins 2^round hints, up to 2^6).
