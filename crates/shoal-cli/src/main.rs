@@ -153,6 +153,11 @@ struct BufferArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = buffer::MISS_WRITE_PERCENT_DEFAULT,
           value_parser = clap::value_parser!(u32).range(0..=100))]
     miss_write_percent: u32,
+
+    /// Size of the miss-random data set as a multiple of the pool size (1 to 1000).
+    #[arg(long, value_name = "FACTOR", default_value_t = buffer::MISS_DATA_FACTOR,
+          value_parser = clap::value_parser!(u64).range(1..=buffer::MISS_DATA_FACTOR_MAX))]
+    miss_data_factor: u64,
 }
 
 /// Parses `--page-size`: bytes, checked by the engine's own rule.
@@ -200,6 +205,7 @@ fn run_buffer(args: &BufferArgs) -> shoal_bench::Result<()> {
         direct_io: args.direct_io,
         db_dir: args.db_dir.clone(),
         miss_write_percent: args.miss_write_percent,
+        miss_data_factor: args.miss_data_factor,
     })?;
     let run = common.run_config(&bench);
     run.validate()?;

@@ -8,7 +8,7 @@
 //! | `hot-page-optimistic` | binary search for a random key among [`HOT_KEYS`] sorted keys of one page, read with `read_optimistic` | a read-mostly hot spot (the B-tree root, DESIGN.md principle 3) read without shared-memory writes: should scale with threads |
 //! | `hot-page-shared` | the same search under `fix_shared` | the same hot spot under a shared latch: every fix writes the latch word and the pin count, so it is expected to scale worse |
 //! | `resident-random` | `fix_shared` of a uniformly random page of a set that fits in the pool, read one `u64`, unfix | fix + unfix per second on hits (the page-table lookup and pin) |
-//! | `miss-random` | a uniformly random page of a set [`MISS_DATA_FACTOR`] times the pool: `fix_shared` and read, or with probability `miss_write_percent`% `fix_exclusive`, increment a counter, mark dirty | misses, CLOCK eviction and write-back of dirty victims |
+//! | `miss-random` | a uniformly random page of a set `miss_data_factor` (default [`MISS_DATA_FACTOR`]) times the pool: `fix_shared` and read, or with probability `miss_write_percent`% `fix_exclusive`, increment a counter, mark dirty | misses, CLOCK eviction and write-back of dirty victims |
 //!
 //! Data: page 1 onward of one data file (`data.shoal`) in a fresh temporary directory (under
 //! `db_dir` if given), written with `fix_new` and flushed during setup. Every page stores
@@ -52,6 +52,8 @@ pub const POOL_SIZE_DEFAULT_BYTES: u64 = 64 << 20;
 pub const MISS_WRITE_PERCENT_DEFAULT: u32 = 10;
 /// Size of the `miss-random` data set as a multiple of the pool's frame count.
 pub const MISS_DATA_FACTOR: u64 = 4;
+/// Largest accepted `miss_data_factor`.
+pub const MISS_DATA_FACTOR_MAX: u64 = 1000;
 /// The `resident-random` data set fills this fraction (numerator / denominator) of the pool's
 /// frames, leaving room so that no fix misses after warm-up.
 pub const RESIDENT_FRACTION: (u64, u64) = (3, 4);
@@ -87,6 +89,9 @@ pub struct BufferConfig {
     pub db_dir: Option<PathBuf>,
     /// Percentage (0 to 100) of `miss-random` operations that modify their page.
     pub miss_write_percent: u32,
+    /// Size of the `miss-random` data set as a multiple of the pool (1 to 1000); 10 checks the
+    /// resident-memory bound "pool size + 64 MiB with a data set ten times the pool".
+    pub miss_data_factor: u64,
 }
 
 impl Default for BufferConfig {
@@ -97,6 +102,7 @@ impl Default for BufferConfig {
             direct_io: false,
             db_dir: None,
             miss_write_percent: MISS_WRITE_PERCENT_DEFAULT,
+            miss_data_factor: MISS_DATA_FACTOR,
         }
     }
 }
@@ -143,6 +149,15 @@ impl BufferBench {
                 format!(
                     "{} is not a percentage (0 to 100)",
                     config.miss_write_percent
+                ),
+            ));
+        }
+        if !(1..=MISS_DATA_FACTOR_MAX).contains(&config.miss_data_factor) {
+            return Err(BenchError::invalid(
+                "--miss-data-factor",
+                format!(
+                    "{} is not a multiple of the pool from 1 to {MISS_DATA_FACTOR_MAX}",
+                    config.miss_data_factor
                 ),
             ));
         }
@@ -261,7 +276,10 @@ impl MicroBench for BufferBench {
             "miss_write_percent".into(),
             Value::from(self.config.miss_write_percent),
         );
-        m.insert("miss_data_factor".into(), Value::from(MISS_DATA_FACTOR));
+        m.insert(
+            "miss_data_factor".into(),
+            Value::from(self.config.miss_data_factor),
+        );
         m.insert("hot_keys".into(), Value::from(HOT_KEYS));
         m
     }
@@ -293,7 +311,7 @@ impl MicroBench for BufferBench {
             Variant::ResidentRandom => {
                 (self.frames() * RESIDENT_FRACTION.0 / RESIDENT_FRACTION.1).max(1)
             }
-            Variant::MissRandom => self.frames() * MISS_DATA_FACTOR,
+            Variant::MissRandom => self.frames() * self.config.miss_data_factor,
         };
         for page_no in FIRST_PAGE..FIRST_PAGE + page_count {
             let mut guard = pool.fix_new(PageId(page_no), PageType::Raw)?;
@@ -482,6 +500,12 @@ mod tests {
         };
         let e = BufferBench::new(bad_pct).unwrap_err().to_string();
         assert!(e.contains("--miss-write-percent"), "{e}");
+        let bad_factor = BufferConfig {
+            miss_data_factor: 0,
+            ..BufferConfig::default()
+        };
+        let e = BufferBench::new(bad_factor).unwrap_err().to_string();
+        assert!(e.contains("--miss-data-factor"), "{e}");
     }
 
     #[test]

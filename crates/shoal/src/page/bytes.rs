@@ -151,6 +151,21 @@ fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
     }
 }
 
+/// Reads `N` bytes at `offset` with one relaxed load when they lie in one word (the common
+/// case for aligned header fields and keys), else through [`atomic_read`].
+#[inline]
+fn atomic_read_small<const N: usize>(words: &[AtomicU64], offset: usize) -> [u8; N] {
+    let start = offset % 8;
+    let mut out = [0u8; N];
+    if start + N <= 8 {
+        let w = words[offset / 8].load(Relaxed).to_ne_bytes();
+        out.copy_from_slice(&w[start..start + N]);
+    } else {
+        atomic_read(words, offset, &mut out);
+    }
+    out
+}
+
 /// Writes `src` at `offset` with relaxed stores; partial words are read-modify-written, which
 /// is correct only because the caller holds the X latch (the only writer).
 #[inline]
@@ -187,6 +202,18 @@ impl PageRead for AtomicBytes<'_> {
     fn read_into(&self, offset: usize, dst: &mut [u8]) {
         atomic_read(self.words, offset, dst);
     }
+    #[inline]
+    fn u16_at(&self, offset: usize) -> u16 {
+        u16::from_le_bytes(atomic_read_small(self.words, offset))
+    }
+    #[inline]
+    fn u32_at(&self, offset: usize) -> u32 {
+        u32::from_le_bytes(atomic_read_small(self.words, offset))
+    }
+    #[inline]
+    fn u64_at(&self, offset: usize) -> u64 {
+        u64::from_le_bytes(atomic_read_small(self.words, offset))
+    }
 }
 
 /// A page image in atomic words with write access: made only by the holder of a frame's X
@@ -214,6 +241,18 @@ impl PageRead for AtomicBytesMut<'_> {
     #[inline]
     fn read_into(&self, offset: usize, dst: &mut [u8]) {
         atomic_read(self.words, offset, dst);
+    }
+    #[inline]
+    fn u16_at(&self, offset: usize) -> u16 {
+        u16::from_le_bytes(atomic_read_small(self.words, offset))
+    }
+    #[inline]
+    fn u32_at(&self, offset: usize) -> u32 {
+        u32::from_le_bytes(atomic_read_small(self.words, offset))
+    }
+    #[inline]
+    fn u64_at(&self, offset: usize) -> u64 {
+        u64::from_le_bytes(atomic_read_small(self.words, offset))
     }
 }
 
@@ -299,6 +338,22 @@ mod tests {
             let mut out = vec![0u8; 512];
             AtomicBytes::new(&w).read_into(0, &mut out);
             prop_assert_eq!(out, plain);
+        }
+    }
+
+    #[test]
+    fn integer_reads_match_plain_at_every_offset() {
+        let w = words(4);
+        let mut at = AtomicBytesMut::new(&w);
+        let plain: Vec<u8> = (0..32u8)
+            .map(|i| i.wrapping_mul(37).wrapping_add(5))
+            .collect();
+        at.write_from(0, &plain);
+        let r = AtomicBytes::new(&w);
+        for o in 0..=24 {
+            assert_eq!(r.u64_at(o), plain.as_slice().u64_at(o), "u64 at {o}");
+            assert_eq!(r.u32_at(o), plain.as_slice().u32_at(o), "u32 at {o}");
+            assert_eq!(r.u16_at(o), plain.as_slice().u16_at(o), "u16 at {o}");
         }
     }
 

@@ -338,6 +338,10 @@ impl HybridLatch {
             }
             return None;
         }
+        if s & BIAS != 0 {
+            // Revoked (no published reader was inside): hold off re-biasing for a while.
+            self.inhibit.store(INHIBIT_ACQUISITIONS, Relaxed);
+        }
         fence(Release); // seqlock: X is visible before any data store (module doc)
         Some(ExclusiveGuard { latch: self })
     }
@@ -587,6 +591,43 @@ mod tests {
         assert_eq!(o2.upgrade().err(), Some(Restart));
         drop(s);
         assert_eq!(l.shared_count(), 0);
+    }
+
+    #[test]
+    fn overlapping_readers_bias_the_latch_and_writers_revoke_it() {
+        let l = HybridLatch::new();
+        assert!(!l.is_biased());
+        {
+            let _a = l.shared();
+            assert!(!l.is_biased(), "a lone reader does not bias");
+            let _b = l.shared(); // overlaps _a: contended counted acquisition
+            assert!(l.is_biased());
+        }
+        {
+            // A published hold leaves the word's shared count alone; a second hold by the
+            // same thread hashes to the same slot and is counted instead ...
+            let _a = l.shared();
+            assert_eq!(l.shared_count(), 0);
+            let _b = l.shared();
+            assert_eq!(l.shared_count(), 1);
+            // ... and a writer that may not wait backs out without a trace.
+            let v = l.version();
+            assert!(l.try_exclusive().is_none());
+            assert!(l.is_biased());
+            assert_eq!(l.version(), v);
+            assert!(!l.is_exclusive());
+        }
+        drop(l.exclusive()); // revokes
+        assert!(!l.is_biased());
+        // Right after a revocation, overlapping readers count down instead of re-biasing.
+        for _ in 0..INHIBIT_ACQUISITIONS {
+            let _a = l.shared();
+            let _b = l.shared();
+            assert!(!l.is_biased());
+        }
+        let _a = l.shared();
+        let _b = l.shared();
+        assert!(l.is_biased(), "bias returns after the inhibit window");
     }
 
     #[test]
