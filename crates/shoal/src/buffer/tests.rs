@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::io::{FileStorage, OpenOptions, Storage, StorageFile};
+use crate::io::StorageFile;
 use crate::options::Options;
 use crate::page::{PageRead, PageType, PageWrite, HEADER_SIZE};
 use crate::types::{Lsn, PageId};
@@ -24,16 +24,7 @@ fn opts(frames: usize) -> Options {
 }
 
 fn data_file(dir: &tempfile::TempDir) -> Arc<dyn StorageFile> {
-    FileStorage::open_dir(dir.path(), true)
-        .unwrap()
-        .open(
-            "data.shoal",
-            OpenOptions {
-                create: true,
-                ..Default::default()
-            },
-        )
-        .unwrap()
+    crate::io::test_data_file(dir.path())
 }
 
 fn pattern_byte(pid: u64, counter: u64, i: usize) -> u8 {

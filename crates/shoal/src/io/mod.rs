@@ -173,3 +173,19 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// `Error::Io`.
     fn sync_dir(&self) -> Result<()>;
 }
+
+/// Opens (creating it) the file `data.shoal` in directory `dir` of the real file system.
+/// For tests.
+#[cfg(test)]
+pub(crate) fn test_data_file(dir: &std::path::Path) -> Arc<dyn StorageFile> {
+    FileStorage::open_dir(dir, true)
+        .expect("open test directory")
+        .open(
+            "data.shoal",
+            OpenOptions {
+                create: true,
+                ..Default::default()
+            },
+        )
+        .expect("open test data file")
+}

@@ -193,28 +193,36 @@ fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
     }
 }
 
-impl PageRead for AtomicBytes<'_> {
-    #[inline]
-    fn page_len(&self) -> usize {
-        self.words.len() * 8
-    }
-    #[inline]
-    fn read_into(&self, offset: usize, dst: &mut [u8]) {
-        atomic_read(self.words, offset, dst);
-    }
-    #[inline]
-    fn u16_at(&self, offset: usize) -> u16 {
-        u16::from_le_bytes(atomic_read_small(self.words, offset))
-    }
-    #[inline]
-    fn u32_at(&self, offset: usize) -> u32 {
-        u32::from_le_bytes(atomic_read_small(self.words, offset))
-    }
-    #[inline]
-    fn u64_at(&self, offset: usize) -> u64 {
-        u64::from_le_bytes(atomic_read_small(self.words, offset))
-    }
+/// `PageRead` for the atomic page types: relaxed loads, one load for a small read within a
+/// word.
+macro_rules! impl_atomic_page_read {
+    ($ty:ty) => {
+        impl PageRead for $ty {
+            #[inline]
+            fn page_len(&self) -> usize {
+                self.words.len() * 8
+            }
+            #[inline]
+            fn read_into(&self, offset: usize, dst: &mut [u8]) {
+                atomic_read(self.words, offset, dst);
+            }
+            #[inline]
+            fn u16_at(&self, offset: usize) -> u16 {
+                u16::from_le_bytes(atomic_read_small(self.words, offset))
+            }
+            #[inline]
+            fn u32_at(&self, offset: usize) -> u32 {
+                u32::from_le_bytes(atomic_read_small(self.words, offset))
+            }
+            #[inline]
+            fn u64_at(&self, offset: usize) -> u64 {
+                u64::from_le_bytes(atomic_read_small(self.words, offset))
+            }
+        }
+    };
 }
+
+impl_atomic_page_read!(AtomicBytes<'_>);
 
 /// A page image in atomic words with write access: made only by the holder of a frame's X
 /// latch (or by code that owns the words outright). Writes use relaxed atomic stores so that
@@ -233,28 +241,7 @@ impl<'a> AtomicBytesMut<'a> {
     }
 }
 
-impl PageRead for AtomicBytesMut<'_> {
-    #[inline]
-    fn page_len(&self) -> usize {
-        self.words.len() * 8
-    }
-    #[inline]
-    fn read_into(&self, offset: usize, dst: &mut [u8]) {
-        atomic_read(self.words, offset, dst);
-    }
-    #[inline]
-    fn u16_at(&self, offset: usize) -> u16 {
-        u16::from_le_bytes(atomic_read_small(self.words, offset))
-    }
-    #[inline]
-    fn u32_at(&self, offset: usize) -> u32 {
-        u32::from_le_bytes(atomic_read_small(self.words, offset))
-    }
-    #[inline]
-    fn u64_at(&self, offset: usize) -> u64 {
-        u64::from_le_bytes(atomic_read_small(self.words, offset))
-    }
-}
+impl_atomic_page_read!(AtomicBytesMut<'_>);
 
 impl PageWrite for AtomicBytesMut<'_> {
     #[inline]

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::buffer::NoWal;
-use crate::io::{FileStorage, OpenOptions, Storage, StorageFile};
+use crate::io::StorageFile;
 use crate::options::Options;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
@@ -10,16 +10,7 @@ use std::collections::BTreeSet;
 const PS: usize = 4096;
 
 fn file(dir: &std::path::Path) -> Arc<dyn StorageFile> {
-    FileStorage::open_dir(dir, true)
-        .unwrap()
-        .open(
-            "data.shoal",
-            OpenOptions {
-                create: true,
-                ..Default::default()
-            },
-        )
-        .unwrap()
+    crate::io::test_data_file(dir)
 }
 
 fn pool(dir: &std::path::Path) -> Arc<BufferPool> {

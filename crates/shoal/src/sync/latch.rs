@@ -380,17 +380,22 @@ impl HybridLatch {
             }
             self.wait_while(|s| s & X_BIT != 0);
         };
-        fence(Release); // seqlock ordering, as in try_exclusive
+        self.finish_exclusive(prev);
+        (ExclusiveGuard { latch: self }, Some(start.elapsed()))
+    }
+
+    /// After the CAS that set X (replacing `prev`): seqlock fence, revoke a bias that was
+    /// set, then wait for the counted readers that were inside to leave (phase 2).
+    fn finish_exclusive(&self, prev: u64) {
+        fence(Release); // seqlock: X is visible before any data store (module doc)
         if prev & BIAS != 0 {
             self.revoke_bias();
         }
-        // Phase 2: wait for the readers that were inside to leave.
         if self.state.load(Acquire) & S_MASK != 0 {
             self.wait_while(|s| s & S_MASK != 0);
             // Acquire: pairs with the readers' Release decrement.
             fence(Acquire);
         }
-        (ExclusiveGuard { latch: self }, Some(start.elapsed()))
     }
 
     fn unlock_exclusive(&self) {
@@ -507,14 +512,7 @@ impl<'a> OptimisticGuard<'a> {
                 Err(now) => s = now,
             }
         }
-        fence(Release);
-        if s & BIAS != 0 {
-            l.revoke_bias();
-        }
-        if l.state.load(Acquire) & S_MASK != 0 {
-            l.wait_while(|s| s & S_MASK != 0);
-            fence(Acquire);
-        }
+        l.finish_exclusive(s);
         Ok(ExclusiveGuard { latch: l })
     }
 }
