@@ -1,0 +1,275 @@
+//! Runner tests.
+
+use super::*;
+use rand::Rng;
+use std::sync::atomic::AtomicU64;
+
+fn spec(threads: usize) -> PointSpec {
+    PointSpec {
+        threads,
+        warmup_s: 0.05,
+        duration_s: 0.2,
+        latency_sample_every: 4,
+        seed: 7,
+    }
+}
+
+#[test]
+fn counts_ops_per_thread_and_samples_latency() {
+    let total = AtomicU64::new(0);
+    let r = measure_point(
+        &spec(3),
+        &total,
+        |t: &AtomicU64, _, ctx| {
+            t.fetch_add(1, Ordering::Relaxed);
+            std::hint::black_box(ctx.rng.random::<u64>());
+            Ok(())
+        },
+        |t: &AtomicU64| BTreeMap::from([("calls".to_string(), t.load(Ordering::Relaxed))]),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(r.ops_by_thread.len(), 3);
+    assert!(
+        r.ops_by_thread.iter().all(|&n| n > 0),
+        "{:?}",
+        r.ops_by_thread
+    );
+    assert!((0.19..1.0).contains(&r.duration_s), "{}", r.duration_s);
+    // One in four measured operations is timed (the first of each thread included).
+    let samples = r.latency_ns.len();
+    assert!(samples >= r.ops() / 4 && samples <= r.ops() / 4 + 3);
+    // The counter grew by about the counted ops: an op counted in the window may bump it
+    // just after the final reading (at most one per thread), and warm-up ops may bump it
+    // between the first reading and the start of the window.
+    let calls = r.counters["calls"];
+    assert!(calls + 3 >= r.ops(), "{calls} vs {}", r.ops());
+    assert!(calls <= 2 * r.ops() + 100_000, "{calls} vs {}", r.ops());
+    assert!(total.load(Ordering::Relaxed) > r.ops());
+}
+
+#[test]
+fn aborts_are_counted_by_cause_not_as_ops() {
+    let r = measure_point(
+        &spec(2),
+        &(),
+        |_, _, ctx| {
+            if ctx.rng.random_bool(0.5) {
+                ctx.abort("deadlock");
+            }
+            Ok(())
+        },
+        |_| BTreeMap::new(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let aborted = r.aborts["deadlock"];
+    let ops = r.ops();
+    assert!(aborted > 0 && ops > 0);
+    let ratio = aborted as f64 / (aborted + ops) as f64;
+    assert!((0.4..0.6).contains(&ratio), "abort share {ratio}");
+}
+
+#[test]
+fn an_error_stops_the_point_early() {
+    let start = Instant::now();
+    let e = measure_point(
+        &PointSpec {
+            warmup_s: 0.0,
+            duration_s: 30.0,
+            ..spec(2)
+        },
+        &AtomicU64::new(0),
+        |n: &AtomicU64, _, _| {
+            if n.fetch_add(1, Ordering::Relaxed) == 1000 {
+                return Err(BenchError::Check("page 3 holds page 4".into()));
+            }
+            Ok(())
+        },
+        |_| BTreeMap::new(),
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("page 3 holds page 4"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_panic_stops_the_point_and_is_reported() {
+    let start = Instant::now();
+    let e = measure_point(
+        &PointSpec {
+            warmup_s: 0.0,
+            duration_s: 30.0,
+            ..spec(2)
+        },
+        &(),
+        |_, t, _| {
+            if t == 1 {
+                panic!("boom in op");
+            }
+            Ok(())
+        },
+        |_| BTreeMap::new(),
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    match e {
+        BenchError::Panicked {
+            thread_idx,
+            message,
+        } => {
+            assert_eq!(thread_idx, 1);
+            assert!(message.contains("boom in op"));
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn progress_ticks_cover_both_phases() {
+    let mut seen = Vec::new();
+    measure_point(
+        &spec(1),
+        &(),
+        |_, _, _| Ok(()),
+        |_| BTreeMap::new(),
+        &mut |p, el| seen.push((p, el)),
+    )
+    .unwrap();
+    assert!(seen.iter().any(|&(p, _)| p == Phase::Warmup));
+    let last = seen.last().unwrap();
+    assert_eq!(last.0, Phase::Measure);
+    assert!((last.1 - 0.2).abs() < 1e-9, "{last:?}");
+}
+
+/// A trivial benchmark: each variant sleeps a different amount per operation.
+struct Sleepy;
+
+impl MicroBench for Sleepy {
+    type State = Duration;
+    fn name(&self) -> &'static str {
+        "sleepy"
+    }
+    fn variants(&self) -> &'static [&'static str] {
+        &["short", "long"]
+    }
+    fn config(&self) -> Map<String, Value> {
+        Map::from_iter([("nap".to_string(), Value::from("yes"))])
+    }
+    fn setup(&self, variant: &str, _run: &RunConfig) -> Result<Duration> {
+        Ok(Duration::from_micros(if variant == "short" {
+            100
+        } else {
+            1000
+        }))
+    }
+    fn describe(state: &Duration) -> Map<String, Value> {
+        Map::from_iter([("nap_us".to_string(), Value::from(state.as_micros() as u64))])
+    }
+    fn op(state: &Duration, _t: usize, _ctx: &mut ThreadCtx) -> Result<()> {
+        std::thread::sleep(*state);
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Recorder {
+    events: Vec<String>,
+}
+
+impl Observer for Recorder {
+    fn setup_started(&mut self, bench: &str, variant: &str) {
+        self.events.push(format!("setup {bench}/{variant}"));
+    }
+    fn point_finished(&mut self, p: &PointInfo<'_>, m: &Measurement) -> Result<()> {
+        self.events.push(format!(
+            "point {}/{} {}/{}",
+            m.variant, m.threads, p.index, p.total
+        ));
+        Ok(())
+    }
+}
+
+#[test]
+fn run_micro_sweeps_variants_and_threads() {
+    let run = RunConfig {
+        threads: vec![1, 2],
+        warmup_s: 0.0,
+        duration_s: 0.1,
+        latency_sample_every: 1,
+        seed: 1,
+    };
+    let mut rec = Recorder::default();
+    let ms = run_micro(&Sleepy, &[], &run, &mut rec).unwrap();
+    assert_eq!(
+        rec.events,
+        [
+            "setup sleepy/short",
+            "point short/1 0/4",
+            "point short/2 1/4",
+            "setup sleepy/long",
+            "point long/1 2/4",
+            "point long/2 3/4"
+        ]
+    );
+    let short1 = &ms[0];
+    assert_eq!(short1.bench, "sleepy");
+    assert_eq!(short1.engine, "shoal");
+    assert_eq!(short1.config["nap"], "yes");
+    assert_eq!(short1.config["nap_us"], 100);
+    assert_eq!(short1.config["latency_sample_every"], 1);
+    assert!(short1.aborts.is_empty());
+    // Sleeping 100 us per op: the median is at least that, throughput at most 10k/s/thread.
+    assert!(short1.p50_us.unwrap() >= 100.0);
+    assert!(short1.ops_per_s_per_thread <= 10_000.0);
+    assert_eq!(short1.latency_samples, short1.ops);
+    let long2 = &ms[3];
+    assert!(long2.p50_us.unwrap() >= 1000.0);
+    assert!((long2.ops_per_s_per_thread - long2.ops_per_s / 2.0).abs() < 1e-9);
+    assert!(long2.max_rss_bytes.is_some() || !cfg!(target_os = "linux"));
+}
+
+#[test]
+fn run_micro_rejects_unknown_variants_and_bad_settings() {
+    let run = RunConfig {
+        duration_s: 0.1,
+        warmup_s: 0.0,
+        ..RunConfig::default()
+    };
+    let e = run_micro(&Sleepy, &["medium".into()], &run, &mut NoObserver).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("`medium`") && msg.contains("short, long"),
+        "{msg}"
+    );
+
+    for bad in [
+        RunConfig {
+            threads: vec![],
+            ..run.clone()
+        },
+        RunConfig {
+            threads: vec![1, 0],
+            ..run.clone()
+        },
+        RunConfig {
+            duration_s: 0.0,
+            ..run.clone()
+        },
+        RunConfig {
+            warmup_s: f64::NAN,
+            ..run.clone()
+        },
+        RunConfig {
+            latency_sample_every: 0,
+            ..run.clone()
+        },
+    ] {
+        assert!(matches!(
+            run_micro(&Sleepy, &[], &bad, &mut NoObserver),
+            Err(BenchError::InvalidArgument { .. })
+        ));
+    }
+}
