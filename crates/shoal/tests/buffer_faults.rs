@@ -126,6 +126,33 @@ fn eio_on_sync_is_sticky() {
     }
     assert!(matches!(pool.flush_all(), Err(Error::Io { .. })));
     assert!(matches!(pool.flush_all(), Err(Error::PoolFailed { .. })));
+    // Resident pages are still served (misses are covered by the next test).
+    assert_eq!(value(&pool, 1).unwrap(), 1);
+}
+
+#[test]
+fn after_a_failed_sync_misses_are_refused() {
+    let storage = FaultStorage::new(FaultConfig::new(5)).unwrap();
+    let pool = BufferPool::open(open(&storage), &options(), Arc::new(NoWal)).unwrap();
+    fill(&pool, 4 * FRAMES as u64, 3); // the pool now holds clean pages only
+    storage
+        .arm(FaultRule::nth(FaultKind::Eio, OpClass::Sync, 1))
+        .unwrap();
+    {
+        let mut g = pool.fix_exclusive(PageId(4 * FRAMES as u64 - 1)).unwrap();
+        g.mark_dirty();
+    }
+    assert!(matches!(
+        pool.flush_all(),
+        Err(Error::Io { op: "sync", .. })
+    ));
+    let resident = 4 * FRAMES as u64 - 1;
+    assert_eq!(value(&pool, resident).unwrap(), 3);
+    let e = value(&pool, 0).unwrap_err(); // not resident: a miss needs a victim
+    assert!(
+        matches!(&e, Error::PoolFailed { first_failure } if first_failure.contains("syncing")),
+        "{e}"
+    );
 }
 
 #[test]

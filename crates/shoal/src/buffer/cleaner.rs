@@ -2,8 +2,10 @@
 //!
 //! Each pass: read the end of the log `L`; collect the dirty frames; write them in page-id
 //! order (sequential-ish I/O) in batches, skipping frames it cannot latch in shared mode at
-//! once (they are in use; the next pass gets them); then publish
-//! `min(L, rec_lsn of every frame still dirty)` as the pool's oldest recovery LSN.
+//! once (they are in use; the next pass gets them); compute
+//! `min(L, rec_lsn of every frame still dirty)`; sync the data file (so every page seen clean
+//! is durable: pages are marked clean only after their write, buffer rule 8); then publish the
+//! minimum as the pool's oldest recovery LSN. A failed sync publishes nothing (rule 6).
 //!
 //! Why that bound is safe without latching every frame: a page becomes dirty (and gets its
 //! recovery LSN) *before* its log record is appended (buffer rule 5), so a record with LSN
@@ -115,5 +117,9 @@ pub(crate) fn clean_pass(pool: &BufferPool, batch: usize) {
         .filter(|f| f.dirty.load(Acquire))
         .map(|f| f.rec_lsn.load(Relaxed))
         .fold(log_end, u64::min);
-    pool.oldest_rec_lsn.store(oldest, Release);
+    // A page seen clean above was written (rule 8) but perhaps not synced: make those writes
+    // durable before promising that nothing older than `oldest` needs redo.
+    if pool.sync_file().is_ok() {
+        pool.oldest_rec_lsn.store(oldest, Release);
+    }
 }

@@ -37,12 +37,17 @@
 //!    called with its page LSN. A page turning dirty records the log's current end as its
 //!    recovery LSN *before* its log record is appended, so the cleaner can publish a safe
 //!    lower bound without latching (see `cleaner`).
-//! 6. **Sticky failure**: after a write-back or sync error no page is written again; dirty
-//!    pages stay in memory (never silently dropped), clean pages are still read and evicted,
-//!    and writes answer `Error::PoolFailed` naming the first failure until the database is
-//!    reopened (PostgreSQL's 2018 fsync lesson).
+//! 6. **Sticky failure**: after a write-back or sync error no page is written again and
+//!    nothing is evicted (a page written since the last good sync may read back old after an
+//!    fsync error, since the kernel may have dropped it); resident pages are still served,
+//!    dirty pages stay in memory (never silently dropped), and misses and writes answer
+//!    `Error::PoolFailed` naming the first failure until the database is reopened
+//!    (PostgreSQL's 2018 fsync lesson).
 //! 7. **Checksums** are sealed on a private copy of the page when it is written and verified
 //!    when it is read (page rule 1); a bad page is `Error::Corruption` naming the page.
+//! 8. **Clean after the write**: a page is marked clean only after its write returned, so a
+//!    flusher that finds it dirty either writes it itself or waits for the writer's latch;
+//!    `flush_all`'s sync therefore follows every write of every page dirty at its start.
 //!
 //! ## Not done here
 //! No prefetch or read-ahead; one data file per pool; pages are never pinned without a latch

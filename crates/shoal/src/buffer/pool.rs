@@ -304,11 +304,15 @@ impl BufferPool {
             return Ok(None); // the victim frame stays free
         }
         // Buffer rule 3: the frame is in the table X-latched ("being read"); no table latch
-        // is held during the read.
-        if let Err(e) = self.read_into_frame(pid, f) {
-            self.table.remove(&self.frames, pid, f);
-            return Err(e);
-        }
+        // is held during the read. Until the read succeeds, `installed` takes the frame out of
+        // the table again on any exit, error or panic, so no fixer ever sees it half-loaded.
+        let installed = Installed {
+            pool: self,
+            pid,
+            frame: f,
+        };
+        self.read_into_frame(pid, f)?;
+        std::mem::forget(installed);
         self.counters.misses.incr();
         Ok(Some(ExclusiveGuard::new(self, f, latch)))
     }
@@ -340,8 +344,13 @@ impl BufferPool {
     /// can X-latch without waiting (buffer rule 4). A dirty victim is written back first
     /// (under its X latch only). Returns the frame X-latched, out of the table, free.
     fn find_victim(&self) -> Result<(u32, sync::ExclusiveGuard<'_>)> {
+        // Rule 6: after a failed write or sync nothing is evicted — a page written since the
+        // last good sync may read back old after an fsync error (the kernel may have dropped
+        // it), so only resident pages are served until the database is reopened.
+        if self.failed.get().is_some() {
+            return Err(self.pool_failed());
+        }
         let n = self.frames.len();
-        let mut skipped_dirty = false;
         for _ in 0..n * VICTIM_ROUNDS {
             let i = self.hand.fetch_add(1, Relaxed) % n;
             let fr = &self.frames[i];
@@ -355,19 +364,12 @@ impl BufferPool {
             let old = PageId(fr.page_id.load(Relaxed));
             if old.is_valid() {
                 if fr.dirty.load(Relaxed) {
-                    if self.failed.get().is_some() {
-                        skipped_dirty = true; // keep it: it cannot be written (rule 6)
-                        continue;
-                    }
                     self.write_back(i as u32)?;
                 }
                 self.table.remove(&self.frames, old, i as u32);
                 self.counters.evictions.incr();
             }
             return Ok((i as u32, latch));
-        }
-        if skipped_dirty {
-            return Err(self.pool_failed());
         }
         Err(Error::PoolExhausted {
             frames: n,
@@ -377,6 +379,21 @@ impl BufferPool {
 
     // ------------------------------------------------------------------ write-back
 
+    /// Records the first write-back or sync failure (rule 6).
+    fn fail(&self, what: String) {
+        let _ = self.failed.set(what);
+    }
+
+    /// Syncs the data file; a failure is sticky (rule 6).
+    pub(crate) fn sync_file(&self) -> Result<()> {
+        if self.failed.get().is_some() {
+            return Err(self.pool_failed());
+        }
+        self.file.sync_data().inspect_err(|e| {
+            self.fail(format!("syncing {}: {e}", self.file.name()));
+        })
+    }
+
     fn pool_failed(&self) -> Error {
         Error::PoolFailed {
             first_failure: self.failed.get().cloned().unwrap_or_default(),
@@ -385,7 +402,8 @@ impl BufferPool {
 
     /// Writes frame `f`'s page to storage if it is dirty. The caller holds the frame's latch
     /// in S or X mode (so nobody changes the page). WAL rule first: the log is forced up to
-    /// the page LSN (buffer rule 5). The checksum is sealed on a private copy.
+    /// the page LSN (buffer rule 5). The checksum is sealed on a private copy. The page is
+    /// marked clean only after the write succeeded (rule 8).
     pub(crate) fn write_back(&self, f: u32) -> Result<()> {
         let fr = &self.frames[f as usize];
         if !fr.dirty.load(Acquire) {
@@ -403,17 +421,17 @@ impl BufferPool {
             let lsn = header::page_lsn(&buf[..]);
             self.wal.force_log(lsn)?;
             header::seal(buf);
-            fr.dirty.store(false, Relaxed);
             match self.file.write_all_at(buf, offset) {
                 Ok(()) => {
+                    // Clean only once the write is done: a concurrent flusher that finds the
+                    // page still dirty writes it again (harmless) instead of syncing without
+                    // it. No one can re-dirty it meanwhile: that needs X, and we hold S or X.
+                    fr.dirty.store(false, Release);
                     self.counters.dirty_writes.incr();
                     Ok(())
                 }
                 Err(e) => {
-                    fr.dirty.store(true, Release);
-                    let _ = self
-                        .failed
-                        .set(format!("writing page {pid} to {}: {e}", self.file.name()));
+                    self.fail(format!("writing page {pid} to {}: {e}", self.file.name()));
                     Err(e)
                 }
             }
@@ -421,7 +439,8 @@ impl BufferPool {
     }
 
     /// Writes every dirty page (in page-id order) and syncs the file. Waits for each dirty
-    /// frame's latch in shared mode.
+    /// frame's latch in shared mode, so the caller must not hold an exclusive page guard of
+    /// this pool (it would wait for itself).
     ///
     /// # Errors
     /// The first write or sync error; [`Error::PoolFailed`] if write-back failed before.
@@ -438,13 +457,33 @@ impl BufferPool {
             let _s = self.frames[f as usize].latch.shared();
             self.write_back(f)?;
         }
-        if let Err(e) = self.file.sync_data() {
-            let _ = self
-                .failed
-                .set(format!("syncing {}: {e}", self.file.name()));
-            return Err(e);
+        self.sync_file()
+    }
+
+    /// Writes page `pid` now if it is resident and dirty (no sync), waiting for its latch in
+    /// shared mode. Used to order writes where crash consistency needs it (e.g. a space map
+    /// before the pages it hands out).
+    ///
+    /// # Errors
+    /// The write error, or [`Error::PoolFailed`] after an earlier failure.
+    pub fn flush_page(&self, pid: PageId) -> Result<()> {
+        Self::check_pid(pid)?;
+        let Some(f) = self.table.lookup(&self.frames, pid) else {
+            return Ok(()); // not resident: nothing unwritten
+        };
+        let _s = self.frames[f as usize].latch.shared();
+        if self.frames[f as usize].page_id.load(Relaxed) != pid.0 {
+            return Ok(()); // evicted meanwhile, hence written
         }
-        Ok(())
+        self.write_back(f)
+    }
+
+    /// Makes every completed page write durable (`fdatasync` of the data file).
+    ///
+    /// # Errors
+    /// The sync error (sticky: the pool then refuses writes), or [`Error::PoolFailed`].
+    pub fn sync(&self) -> Result<()> {
+        self.sync_file()
     }
 
     /// Stops the cleaner and writes every dirty page ([`BufferPool::flush_all`]). The pool
@@ -498,6 +537,23 @@ impl BufferPool {
             latch_wait_us,
             hottest_pages: c.latch_waits.top(10),
         }
+    }
+}
+
+/// A frame installed in the page table for a page whose read has not succeeded yet; dropping
+/// it (on error or unwind) removes the frame from the table. Declared after the frame's latch
+/// guard in `load`, so it is dropped first, while the frame is still X-latched.
+struct Installed<'a> {
+    pool: &'a BufferPool,
+    pid: PageId,
+    frame: u32,
+}
+
+impl Drop for Installed<'_> {
+    fn drop(&mut self) {
+        self.pool
+            .table
+            .remove(&self.pool.frames, self.pid, self.frame);
     }
 }
 

@@ -16,6 +16,11 @@ pub trait WalHook: Send + Sync {
     /// The LSN the next log record will receive (the end of the log). Used as the recovery
     /// LSN of a page that becomes dirty (it is ≤ the LSN of the record about to be appended)
     /// and as the cleaner's bound when nothing is dirty.
+    ///
+    /// Ordering contract (the cleaner's bound relies on it): reading the end of the log here
+    /// must be an Acquire that synchronises with the Release by which an append advances it,
+    /// so that a page dirtied before a record was appended is seen dirty by a scan that
+    /// follows a read of an end beyond that record.
     fn current_lsn(&self) -> Lsn;
 }
 

@@ -137,8 +137,10 @@ impl<'a> AtomicBytes<'a> {
 /// Copies bytes `[offset, offset + dst.len())` of `words` into `dst` with relaxed loads.
 #[inline]
 fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
-    let end = offset + dst.len();
-    assert!(end <= words.len() * 8, "read past end of page");
+    let end = offset
+        .checked_add(dst.len())
+        .filter(|&e| e <= words.len() * 8)
+        .expect("read past end of page");
     let mut pos = offset;
     let mut out = 0;
     while pos < end {
@@ -170,8 +172,10 @@ fn atomic_read_small<const N: usize>(words: &[AtomicU64], offset: usize) -> [u8;
 /// is correct only because the caller holds the X latch (the only writer).
 #[inline]
 fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
-    let end = offset + src.len();
-    assert!(end <= words.len() * 8, "write past end of page");
+    let end = offset
+        .checked_add(src.len())
+        .filter(|&e| e <= words.len() * 8)
+        .expect("write past end of page");
     let mut pos = offset;
     let mut inp = 0;
     while pos < end {

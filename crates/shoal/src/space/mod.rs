@@ -15,12 +15,20 @@
 //! 2. Pages are reserved an extent at a time: every free page of one extent word is marked
 //!    allocated at once and owned by one cache ([`ExtentCache`] or a shard of the
 //!    [`SpaceManager::allocate`] caches); the cache hands them out without touching the map.
-//!    Pages a cache still owns are returned (bits cleared) when it is released. After a crash,
-//!    owned but unused pages stay marked allocated: a leak, never a double allocation (until
-//!    the log issue makes allocation a logged system transaction).
-//! 3. The file grows by whole extents under the growth mutex; `page_count` (in memory and in
-//!    the file header) only grows, and only after the file has been extended.
+//!    Pages a cache still owns are returned (bits cleared) when it is released. The map page
+//!    holding a reservation is written and synced *before* any of its pages is handed out, so
+//!    after a crash a page in use is always marked allocated; owned but unused pages stay
+//!    marked: a leak, never a double allocation. (One sync per 64 allocations; the log issue
+//!    replaces it with WAL ordering of a logged allocation.)
+//! 3. The file grows by whole extents under the growth mutex, in a durable order: extend the
+//!    file, write a new group's map page, sync; then raise `page_count` in the header, write it,
+//!    sync; only then can pages of the new extent be reserved. So a header on disk never names
+//!    pages the file or the maps do not have, and never misses a page that is in use.
 //! 4. Header and map pages are marked allocated in their own maps and cannot be freed.
+//! 5. **Freeing is the caller's ordering problem**: [`SpaceManager::free`] clears the bit in
+//!    memory at once, and the map page may reach the disk before whatever made the page
+//!    unreachable does. Until freeing is logged (log issue), a caller must make the page
+//!    unreachable durably before freeing it, or accept a possible double use after a crash.
 //!
 //! ## Latching
 //! Map and header pages are ordinary buffer-pool pages, X-latched to change; at most one
@@ -199,8 +207,17 @@ impl SpaceManager {
                 }
                 // Only a complete group can be skipped for good: the last one still grows.
                 let complete = (g + 1) * self.group_pages <= pages;
-                if complete && self.free_epoch.load(Acquire) == epoch {
-                    let _ = self.hint_group.compare_exchange(g, g + 1, Relaxed, Relaxed);
+                if complete
+                    && self.free_epoch.load(Acquire) == epoch
+                    && self
+                        .hint_group
+                        .compare_exchange(g, g + 1, AcqRel, Relaxed)
+                        .is_ok()
+                    && self.free_epoch.load(Acquire) != epoch
+                {
+                    // A free in g raced with the advance (it bumps the epoch before lowering
+                    // the hint): put the hint back so the freed page is found.
+                    self.hint_group.fetch_min(g, AcqRel);
                 }
             }
             self.grow(pages)?;
@@ -211,16 +228,24 @@ impl SpaceManager {
         let base = g * self.group_pages;
         let extents = (pages.min(base + self.group_pages) - base) / EXTENT_PAGES;
         let mpid = PageId(map::map_page_of_group(g, self.group_pages));
-        let mut m = self.pool.fix_exclusive(mpid)?;
-        for e in 0..extents {
+        let reservation = {
+            let mut m = self.pool.fix_exclusive(mpid)?;
+            let Some(e) = (0..extents).find(|&e| map::word(m.bytes(), e) != u64::MAX) else {
+                return Ok(None);
+            };
             let w = map::word(m.bytes(), e);
-            if w != u64::MAX {
-                map::set_word(&mut m.page_mut(), e, u64::MAX);
-                m.mark_dirty();
-                return Ok(Some(Reservation::new(base + e * EXTENT_PAGES, !w)));
-            }
+            map::set_word(&mut m.page_mut(), e, u64::MAX);
+            m.mark_dirty();
+            Reservation::new(base + e * EXTENT_PAGES, !w)
+        };
+        // Invariant 2: the reservation is durable before any of its pages is used. The latch
+        // is released first (principle 6: no I/O under a latch others need); the map page
+        // written then holds at least our bits.
+        if let Err(e) = self.pool.flush_page(mpid).and_then(|()| self.pool.sync()) {
+            let _ = self.unreserve(reservation);
+            return Err(e);
         }
-        Ok(None)
+        Ok(Some(reservation))
     }
 
     /// Grows the file by one extent unless another thread already grew it past `seen`.
@@ -236,17 +261,25 @@ impl SpaceManager {
         if pages % self.group_pages == 0 {
             // The new extent starts a group: its first page is the group's map.
             let g = pages / self.group_pages;
-            let mut m = self.pool.fix_new(
-                PageId(map::map_page_of_group(g, self.group_pages)),
-                PageType::SpaceMap,
-            )?;
-            map::init(&mut m.page_mut(), g);
+            let mpid = PageId(map::map_page_of_group(g, self.group_pages));
+            {
+                let mut m = self.pool.fix_new(mpid, PageType::SpaceMap)?;
+                map::init(&mut m.page_mut(), g);
+            }
+            self.pool.flush_page(mpid)?;
         }
+        // Invariant 3: the longer file (and a new map page) are durable before the header
+        // names the new pages.
+        self.pool.sync()?;
         {
             let mut h = self.pool.fix_exclusive(PageId(0))?;
             h.page_mut().put_u64(header::OFF_PAGE_COUNT, new_count);
             h.mark_dirty();
         }
+        // ... and the header is durable before any page of the new extent can be handed out
+        // (a page in use beyond the header's page count would read as free after a crash).
+        self.pool.flush_page(PageId(0))?;
+        self.pool.sync()?;
         self.page_count.store(new_count, Release);
         Ok(())
     }
