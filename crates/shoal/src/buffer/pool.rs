@@ -351,11 +351,16 @@ impl BufferPool {
             return Err(self.pool_failed());
         }
         let n = self.frames.len();
-        for _ in 0..n * VICTIM_ROUNDS {
+        for step in 0..n * VICTIM_ROUNDS {
             let i = self.hand.fetch_add(1, Relaxed) % n;
             let fr = &self.frames[i];
             if fr.referenced.load(Relaxed) {
                 fr.referenced.store(false, Relaxed);
+                continue;
+            }
+            // A reader-biased latch marks a read-hot page, and trying it costs a scan of the
+            // visible-readers table: leave such frames for the later rounds.
+            if step < n && fr.latch.is_biased() {
                 continue;
             }
             let Some(latch) = fr.latch.try_exclusive() else {
