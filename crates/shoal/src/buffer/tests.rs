@@ -464,3 +464,31 @@ fn flush_all_never_returns_before_an_in_flight_write() {
     file.cv.notify_all();
     first.join().unwrap().unwrap();
 }
+
+/// Statistics: a fix that has to wait for another thread's latch is counted, with its time,
+/// against the page, and the page tops the hottest-pages list.
+#[test]
+fn latch_waits_are_recorded_per_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = BufferPool::open(data_file(&dir), &opts(16), Arc::new(NoWal)).unwrap();
+    fill(&pool, 8);
+    let before = pool.stats();
+    assert_eq!(before.latch_waits, 0);
+    let x = pool.fix_exclusive(PageId(5)).unwrap();
+    let waiter = {
+        let pool = pool.clone();
+        std::thread::spawn(move || drop(pool.fix_shared(PageId(5)).unwrap()))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    drop(x);
+    waiter.join().unwrap();
+    let s = pool.stats();
+    assert_eq!(s.latch_waits, 1, "{s:?}");
+    assert!(
+        s.latch_wait_us >= 10_000,
+        "waited ~30 ms, recorded {} us",
+        s.latch_wait_us
+    );
+    assert_eq!(s.hottest_pages.first().map(|p| p.page_id), Some(PageId(5)));
+    assert!(s.hits >= before.hits + 2);
+}
