@@ -34,7 +34,15 @@ pub(crate) struct Cleaner {
 }
 
 impl Cleaner {
-    pub(crate) fn start(pool: Weak<BufferPool>, interval: Duration, batch: usize) -> Cleaner {
+    /// Starts the cleaner thread.
+    ///
+    /// # Errors
+    /// The OS error if the thread cannot be spawned.
+    pub(crate) fn start(
+        pool: Weak<BufferPool>,
+        interval: Duration,
+        batch: usize,
+    ) -> std::io::Result<Cleaner> {
         let ctl: Arc<(Mutex<Control>, Condvar)> = Arc::default();
         let ctl2 = ctl.clone();
         let thread = std::thread::Builder::new()
@@ -53,12 +61,11 @@ impl Cleaner {
                 }
                 let Some(pool) = pool.upgrade() else { return };
                 clean_pass(&pool, batch);
-            })
-            .expect("spawn page cleaner thread");
-        Cleaner {
+            })?;
+        Ok(Cleaner {
             ctl,
             thread: Mutex::new(Some(thread)),
-        }
+        })
     }
 
     pub(crate) fn wake(&self) {

@@ -83,7 +83,8 @@ impl BufferPool {
     /// if `options.cleaner_enabled`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the options are out of range (see [`Options::validate`]).
+    /// [`Error::InvalidArgument`] if the options are out of range (see [`Options::validate`]);
+    /// [`Error::Io`] if the cleaner thread cannot be spawned.
     pub fn open(
         file: Arc<dyn StorageFile>,
         options: &Options,
@@ -119,7 +120,8 @@ impl BufferPool {
                 Arc::downgrade(&pool),
                 Duration::from_millis(options.cleaner_interval_ms),
                 options.cleaner_batch_pages,
-            );
+            )
+            .map_err(|e| Error::from_io("spawn page cleaner thread", pool.file.name(), e))?;
             let _ = pool.cleaner.set(c);
         }
         Ok(pool)
