@@ -8,6 +8,26 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+/// The fields every measured point carries in its JSON line (the contract of DESIGN.md §6
+/// plus this harness's additions that later tools rely on).
+pub const REQUIRED_JSON_FIELDS: [&str; 15] = [
+    "bench",
+    "engine",
+    "variant",
+    "threads",
+    "duration_s",
+    "ops",
+    "ops_per_s",
+    "ops_per_s_per_thread",
+    "p50_us",
+    "p95_us",
+    "p99_us",
+    "aborts",
+    "cpu_s_per_op",
+    "max_rss_bytes",
+    "config",
+];
+
 /// The result of one point: `threads` threads running one variant of one benchmark for
 /// `duration_s` seconds after a warm-up.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -106,23 +126,7 @@ pub(crate) mod tests {
         assert!(!line.contains('\n'));
         let v: Value = serde_json::from_str(&line).unwrap();
         let obj = v.as_object().unwrap();
-        for key in [
-            "bench",
-            "engine",
-            "variant",
-            "threads",
-            "duration_s",
-            "ops",
-            "ops_per_s",
-            "ops_per_s_per_thread",
-            "p50_us",
-            "p95_us",
-            "p99_us",
-            "aborts",
-            "cpu_s_per_op",
-            "max_rss_bytes",
-            "config",
-        ] {
+        for key in REQUIRED_JSON_FIELDS {
             assert!(obj.contains_key(key), "missing {key} in {line}");
         }
         assert_eq!(obj["bench"], "buffer");

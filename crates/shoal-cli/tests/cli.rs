@@ -99,22 +99,7 @@ fn buffer_json_run_prints_only_json_lines() {
     assert_eq!(lines.len(), 4 * 2, "{stdout}");
     for line in &lines {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        for key in [
-            "bench",
-            "engine",
-            "variant",
-            "threads",
-            "duration_s",
-            "ops",
-            "ops_per_s",
-            "ops_per_s_per_thread",
-            "p50_us",
-            "p95_us",
-            "p99_us",
-            "aborts",
-            "max_rss_bytes",
-            "config",
-        ] {
+        for key in shoal_bench::measurement::REQUIRED_JSON_FIELDS {
             assert!(v.get(key).is_some(), "{key} missing in {line}");
         }
         assert_eq!(v["bench"], "buffer");
