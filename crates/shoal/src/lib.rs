@@ -23,6 +23,7 @@
 pub mod buffer;
 pub mod error;
 pub mod io;
+pub mod log;
 pub mod options;
 pub mod page;
 pub mod space;
@@ -32,4 +33,4 @@ pub mod types;
 
 pub use error::{Error, Result};
 pub use options::Options;
-pub use types::{Lsn, PageId};
+pub use types::{Lsn, PageId, TxnId};

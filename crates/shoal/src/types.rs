@@ -57,3 +57,19 @@ impl fmt::Display for Lsn {
         write!(f, "{}", self.0)
     }
 }
+
+/// Transaction identifier, from an atomic counter (DESIGN.md §3.8). `TxnId(0)` is "no
+/// transaction" (records written outside any transaction, e.g. checkpoints).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct TxnId(pub u64);
+
+impl TxnId {
+    /// "No transaction".
+    pub const NONE: TxnId = TxnId(0);
+}
+
+impl fmt::Display for TxnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "T{}", self.0)
+    }
+}
