@@ -84,6 +84,14 @@ pub enum Error {
         rounds: usize,
     },
 
+    /// The log manager stopped accepting records after a failed log write or sync; the
+    /// message names that first failure. Reopen the database (and recover) to continue.
+    #[error("log refuses writes after an earlier failure: {first_failure}")]
+    LogFailed {
+        /// Description of the first log write or sync failure.
+        first_failure: String,
+    },
+
     /// A page id outside the allocated part of the file, or a page that is not allocated.
     #[error("page {page_id} is not allocated: {reason}")]
     PageNotAllocated {

@@ -1,0 +1,72 @@
+//! Log manager options.
+
+use crate::error::{Error, Result};
+
+/// When `LogManager::commit` returns (DESIGN.md §3.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Commit returns after its commit record is on stable storage (fdatasync). Nothing a
+    /// commit acknowledged is lost by a crash.
+    #[default]
+    Full,
+    /// Commit returns at once; the flusher makes the log durable at least every
+    /// `lazy_flush_interval_ms`. A crash loses at most the commits of that last interval
+    /// (never a part of one: recovery rolls back what has no durable commit record).
+    Lazy,
+}
+
+/// Settings of the log manager, with units in their names.
+#[derive(Clone, Debug)]
+pub struct LogOptions {
+    /// Size of one segment file in bytes: a power of two from 64 KiB to 1 GiB. Default 64 MiB.
+    pub segment_size_bytes: u64,
+    /// Size of the in-memory insert buffer in bytes: a power of two of at least 64 KiB; a
+    /// record may be at most a quarter of it. Default 16 MiB.
+    pub buffer_size_bytes: usize,
+    /// What a commit waits for. Default `Full`.
+    pub durability: Durability,
+    /// With `Lazy`, the longest time in milliseconds before appended records are synced.
+    /// Default 10.
+    pub lazy_flush_interval_ms: u64,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            segment_size_bytes: 64 << 20,
+            buffer_size_bytes: 16 << 20,
+            durability: Durability::Full,
+            lazy_flush_interval_ms: 10,
+        }
+    }
+}
+
+impl LogOptions {
+    /// Checks the ranges documented on each field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        if !self.segment_size_bytes.is_power_of_two()
+            || !(64 << 10..=1 << 30).contains(&self.segment_size_bytes)
+        {
+            return Err(Error::invalid(
+                "segment_size_bytes",
+                format!(
+                    "{} is not a power of two from 65536 to 2^30",
+                    self.segment_size_bytes
+                ),
+            ));
+        }
+        if !self.buffer_size_bytes.is_power_of_two() || self.buffer_size_bytes < 64 << 10 {
+            return Err(Error::invalid(
+                "buffer_size_bytes",
+                format!("{} is not a power of two of at least 65536", self.buffer_size_bytes),
+            ));
+        }
+        if self.lazy_flush_interval_ms == 0 {
+            return Err(Error::invalid("lazy_flush_interval_ms", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
