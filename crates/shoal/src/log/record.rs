@@ -365,7 +365,7 @@ struct Header {
 /// `header` is exactly [`RECORD_HEADER_BYTES`] long.
 fn check_header(header: &[u8], expected_lsn: Lsn) -> std::result::Result<Header, String> {
     let len = get_u32(header, OFF_LEN) as usize;
-    if len < RECORD_HEADER_BYTES || len > MAX_RECORD_BYTES || len % RECORD_ALIGN != 0 {
+    if claimed_len(header).is_none() {
         return Err(format!(
             "length {len} not a multiple of {RECORD_ALIGN} in [{RECORD_HEADER_BYTES}, {MAX_RECORD_BYTES}]"
         ));
