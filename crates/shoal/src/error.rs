@@ -5,7 +5,7 @@
 //! assertions. [`Error::is_retryable`] tells a caller whether repeating the operation may
 //! succeed.
 
-use crate::types::PageId;
+use crate::types::{Lsn, PageId};
 
 /// Result alias used throughout Shoal.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -43,6 +43,19 @@ pub enum Error {
         /// The page that failed validation.
         page_id: PageId,
         /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The write-ahead log is damaged before its end: the bytes at `lsn` are not a valid
+    /// record although a valid record exists later in the log files (so this is not the torn
+    /// tail of a crash), a segment file is missing from the sequence, or a record that a
+    /// caller asked for by LSN (following a `prev_lsn` chain) is not there. `reason` says
+    /// which. Recovery must not continue past it: records after `lsn` would be lost silently.
+    #[error("log is corrupt at LSN {lsn}: {reason}")]
+    LogCorruption {
+        /// The log address of the damage.
+        lsn: Lsn,
+        /// What is wrong.
         reason: String,
     },
 
@@ -127,6 +140,14 @@ impl Error {
     pub fn corruption(page_id: PageId, reason: impl Into<String>) -> Error {
         Error::Corruption {
             page_id,
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::LogCorruption`].
+    pub fn log_corruption(lsn: Lsn, reason: impl Into<String>) -> Error {
+        Error::LogCorruption {
+            lsn,
             reason: reason.into(),
         }
     }

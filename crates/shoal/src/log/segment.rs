@@ -1,1 +1,380 @@
-//! In progress.
+//! # Log segment files: the log address space on disk
+//!
+//! Job: store the endless log address space (LSN = byte offset) in files of `segment_size`
+//! bytes each, named `log-<16 lowercase hex digits of the segment index>.seg`; segment `i`
+//! holds LSNs `[i * segment_size, (i + 1) * segment_size)` at file offset `lsn - i *
+//! segment_size`. [`SegmentSet`] writes and reads byte ranges of that space across file
+//! boundaries, makes them durable, and deletes whole segments behind the checkpoint.
+//!
+//! ```text
+//!   LSN  0 ........ S ........ 2S ........ 3S          (S = segment_size, a power of two)
+//!        | log-…00.seg | log-…01.seg | log-…02.seg |    first_lsn() = start of the oldest file
+//!                                          ^ end_of_files() = last file's start + its length
+//! ```
+//!
+//! Invariants (cited as "segment rule n"):
+//! 1. **No gaps.** The segment indexes present form one contiguous run. `open` refuses a
+//!    directory with a gap; `write_at` into a segment beyond the last creates the missing
+//!    ones in between (empty), so a crash can never leave a gap it made itself.
+//! 2. **Durable names.** A segment file is created under the set's lock and the directory is
+//!    synced before any byte is written to it; `remove_before` syncs the directory after
+//!    deleting.
+//! 3. **Durable bytes.** [`SegmentSet::sync`] makes durable every write that *returned*
+//!    before `sync` was called (a segment is marked for syncing after its write completes).
+//!    After a failed sync, which writes are durable is unknown (io module essay): the caller
+//!    (the log manager) must treat it as sticky.
+//! 4. **Contiguous reads.** `read_at` returns only bytes contiguous with its start: it stops at
+//!    the end of a segment file that is shorter than `segment_size` even if later files exist
+//!    (the reader then decides whether that is the end of the log or damage).
+//!
+//! Latching: one `parking_lot::Mutex` over the map of open file handles, held only to look
+//! up, create or delete a segment (never during a read or write of log bytes); one over the
+//! set of segments written since the last sync. Positioned I/O (io rule 1) lets writes of
+//! disjoint ranges and reads run in parallel.
+//!
+//! What it does not do: no record boundaries (it moves bytes; see [`super::record`]); no
+//! pre-allocation or reuse of segment files (a later optimisation that must then rely on
+//! record rule 2 to reject stale records); no `O_DIRECT`; no decision about what may be
+//! deleted (the checkpoint decides; this only deletes what it is told to).
+
+use crate::error::{Error, Result};
+use crate::io::{OpenOptions, Storage, StorageFile};
+use crate::types::Lsn;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+/// Default segment size in bytes (64 MiB).
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+/// Smallest accepted segment size in bytes (4 KiB; small sizes are for tests).
+pub const MIN_SEGMENT_BYTES: u64 = 4 << 10;
+/// Largest accepted segment size in bytes (1 GiB).
+pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
+
+const PREFIX: &str = "log-";
+const SUFFIX: &str = ".seg";
+const HEX_DIGITS: usize = 16;
+
+/// The file name of segment `index`: `log-<16 lowercase hex digits>.seg`.
+pub fn segment_file_name(index: u64) -> String {
+    format!("{PREFIX}{index:016x}{SUFFIX}")
+}
+
+/// Parses a directory entry: `Ok(None)` for a file that is not a log segment (no `log-`
+/// prefix), `Ok(Some(index))` for a segment.
+///
+/// # Errors
+/// `Error::BadFile` for a name with the `log-` prefix that is not exactly a segment name.
+pub fn parse_segment_file_name(name: &str) -> Result<Option<u64>> {
+    let Some(rest) = name.strip_prefix(PREFIX) else {
+        return Ok(None);
+    };
+    let hex = rest.strip_suffix(SUFFIX).filter(|h| {
+        h.len() == HEX_DIGITS && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    });
+    match hex.map(|h| u64::from_str_radix(h, 16)) {
+        Some(Ok(index)) => Ok(Some(index)),
+        _ => Err(Error::BadFile {
+            path: name.to_string(),
+            reason: format!(
+                "starts with `{PREFIX}` but is not a log segment name `{PREFIX}<16 lowercase hex digits>{SUFFIX}`"
+            ),
+        }),
+    }
+}
+
+/// The log address space stored in segment files of one [`Storage`] directory (see the module
+/// documentation). `Send + Sync`; share it with `Arc`.
+pub struct SegmentSet {
+    storage: Arc<dyn Storage>,
+    segment_bytes: u64,
+    files: Mutex<BTreeMap<u64, Arc<dyn StorageFile>>>,
+    unsynced: Mutex<BTreeSet<u64>>,
+}
+
+impl fmt::Debug for SegmentSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let files = self.files.lock();
+        f.debug_struct("SegmentSet")
+            .field("segment_bytes", &self.segment_bytes)
+            .field("first", &files.keys().next())
+            .field("last", &files.keys().next_back())
+            .finish()
+    }
+}
+
+impl SegmentSet {
+    /// Opens the segments of `storage`: lists the directory, ignores files without the `log-`
+    /// prefix and opens every segment. `segment_bytes` must be the size the log was written
+    /// with (a power of two in [[`MIN_SEGMENT_BYTES`], [`MAX_SEGMENT_BYTES`]]).
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` for a bad `segment_bytes`; `Error::BadFile` for a `log-…` name
+    /// that is not a segment name or a segment longer than `segment_bytes`;
+    /// `Error::LogCorruption` for a gap in the segment sequence (segment rule 1), naming the
+    /// first missing LSN; `Error::Io` from the storage.
+    pub fn open(storage: Arc<dyn Storage>, segment_bytes: u64) -> Result<SegmentSet> {
+        if !segment_bytes.is_power_of_two()
+            || !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&segment_bytes)
+        {
+            return Err(Error::invalid(
+                "segment_bytes",
+                format!(
+                    "{segment_bytes} is not a power of two in [{MIN_SEGMENT_BYTES}, {MAX_SEGMENT_BYTES}]"
+                ),
+            ));
+        }
+        let mut files = BTreeMap::new();
+        for name in storage.list()? {
+            let Some(index) = parse_segment_file_name(&name)? else {
+                continue;
+            };
+            let file = storage.open(&name, OpenOptions::default())?;
+            let len = file.len()?;
+            if len > segment_bytes {
+                return Err(Error::BadFile {
+                    path: name,
+                    reason: format!(
+                        "{len} bytes, longer than the segment size {segment_bytes}: opened with the wrong segment size?"
+                    ),
+                });
+            }
+            files.insert(index, file);
+        }
+        if let (Some(&first), Some(&last)) = (files.keys().next(), files.keys().next_back()) {
+            if let Some(missing) = (first..=last).find(|i| !files.contains_key(i)) {
+                return Err(Error::log_corruption(
+                    Lsn(missing.saturating_mul(segment_bytes)),
+                    format!(
+                        "segment file {} is missing between {} and {}",
+                        segment_file_name(missing),
+                        segment_file_name(first),
+                        segment_file_name(last)
+                    ),
+                ));
+            }
+        }
+        Ok(SegmentSet {
+            storage,
+            segment_bytes,
+            files: Mutex::new(files),
+            unsynced: Mutex::new(BTreeSet::new()),
+        })
+    }
+
+    /// The segment size in bytes.
+    pub fn segment_bytes(&self) -> u64 {
+        self.segment_bytes
+    }
+
+    /// The first LSN of the oldest segment file; [`Lsn::ZERO`] when there is none.
+    pub fn first_lsn(&self) -> Lsn {
+        let first = self.files.lock().keys().next().copied().unwrap_or(0);
+        Lsn(first * self.segment_bytes)
+    }
+
+    /// The LSN just past the last byte of the last segment file (its start plus its length);
+    /// [`Lsn::ZERO`] when there is none. Bytes below it may still be missing in a short
+    /// middle segment (segment rule 4).
+    ///
+    /// # Errors
+    /// `Error::Io` from the file's length.
+    pub fn end_of_files(&self) -> Result<Lsn> {
+        let last = self
+            .files
+            .lock()
+            .last_key_value()
+            .map(|(&i, f)| (i, Arc::clone(f)));
+        match last {
+            None => Ok(Lsn::ZERO),
+            Some((index, file)) => Ok(Lsn(index * self.segment_bytes + file.len()?)),
+        }
+    }
+
+    /// Writes `bytes` at log address `lsn`, across segment boundaries, creating segment files
+    /// as needed (segment rules 1 and 2). Durable only after [`sync`](Self::sync).
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` for a range below [`first_lsn`](Self::first_lsn) (deleted
+    /// segments) or past `u64::MAX`; `Error::NoSpace` / `Error::Io` from the storage (the
+    /// range may then be partly written).
+    pub fn write_at(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
+        self.check_range(lsn, bytes.len())?;
+        let mut done = 0usize;
+        while done < bytes.len() {
+            let pos = lsn.0 + done as u64;
+            let (index, offset) = self.locate(pos);
+            let n = (self.segment_bytes - offset).min((bytes.len() - done) as u64) as usize;
+            let file = self.file_for_write(index)?;
+            file.write_all_at(&bytes[done..done + n], offset)?;
+            self.unsynced.lock().insert(index);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Makes durable every write that returned before this call (segment rule 3).
+    ///
+    /// # Errors
+    /// `Error::Io` from `sync_data`: the failed segment and the ones not yet synced stay
+    /// marked, but what is durable is unknown and the caller must treat this as sticky.
+    pub fn sync(&self) -> Result<()> {
+        let pending = std::mem::take(&mut *self.unsynced.lock());
+        let mut iter = pending.iter();
+        while let Some(&index) = iter.next() {
+            let file = self.files.lock().get(&index).map(Arc::clone);
+            // A segment deleted since it was written needs no sync.
+            let result = file.map_or(Ok(()), |f| f.sync_data());
+            if let Err(e) = result {
+                let mut unsynced = self.unsynced.lock();
+                unsynced.insert(index);
+                unsynced.extend(iter);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads log bytes starting at `lsn` into `buf`, across segment boundaries; returns how
+    /// many bytes were read: fewer than `buf.len()` at the end of the last file or of a short
+    /// middle file (segment rule 4), 0 at or past [`end_of_files`](Self::end_of_files).
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if `lsn` is below [`first_lsn`](Self::first_lsn) (the segment
+    /// was deleted) or the range passes `u64::MAX`; `Error::Io` from the storage.
+    pub fn read_at(&self, lsn: Lsn, buf: &mut [u8]) -> Result<usize> {
+        self.check_range(lsn, buf.len())?;
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = lsn.0 + done as u64;
+            let (index, offset) = self.locate(pos);
+            let Some(file) = self.files.lock().get(&index).map(Arc::clone) else {
+                break;
+            };
+            let len = file.len()?;
+            if offset >= len {
+                break;
+            }
+            let want = (self.segment_bytes - offset).min((buf.len() - done) as u64);
+            let n = want.min(len - offset) as usize;
+            file.read_exact_at(&mut buf[done..done + n], offset)?;
+            done += n;
+            if (n as u64) < want {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    /// The length in bytes of segment `index`'s file, `None` if it does not exist.
+    ///
+    /// # Errors
+    /// `Error::Io` from the storage.
+    pub fn segment_len(&self, index: u64) -> Result<Option<u64>> {
+        let file = self.files.lock().get(&index).map(Arc::clone);
+        file.map(|f| f.len()).transpose()
+    }
+
+    /// Deletes every segment that lies entirely below `lsn`, then syncs the directory
+    /// (segment rule 2). The caller guarantees that nothing below `lsn` is needed (the
+    /// checkpoint's redo point). Handles held by concurrent readers stay usable until dropped.
+    ///
+    /// # Errors
+    /// `Error::Io` from `remove` or `sync_dir`; segments removed before the error stay
+    /// removed.
+    pub fn remove_before(&self, lsn: Lsn) -> Result<()> {
+        let below = lsn.0 / self.segment_bytes;
+        let mut files = self.files.lock();
+        let doomed: Vec<u64> = files.range(..below).map(|(&i, _)| i).collect();
+        if doomed.is_empty() {
+            return Ok(());
+        }
+        for index in doomed {
+            self.storage.remove(&segment_file_name(index))?;
+            files.remove(&index);
+            self.unsynced.lock().remove(&index);
+        }
+        self.storage.sync_dir()
+    }
+
+    /// Cuts the log at `lsn`: the segment holding `lsn` is truncated to end there and every
+    /// later segment is deleted; then the truncated segment and the directory are synced.
+    /// Recovery calls it with the end of the log before appending again, so that stale bytes
+    /// of the crashed incarnation past the end can never be read as a continuation of the
+    /// new log.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if `lsn` is below [`first_lsn`](Self::first_lsn);
+    /// `Error::Io` from the storage.
+    pub fn truncate_from(&self, lsn: Lsn) -> Result<()> {
+        self.check_range(lsn, 0)?;
+        let (index, offset) = self.locate(lsn.0);
+        let mut files = self.files.lock();
+        let later: Vec<u64> = files.range(index + 1..).map(|(&i, _)| i).collect();
+        for i in &later {
+            self.storage.remove(&segment_file_name(*i))?;
+            files.remove(i);
+            self.unsynced.lock().remove(i);
+        }
+        if let Some(file) = files.get(&index) {
+            if file.len()? > offset {
+                file.set_len(offset)?;
+                file.sync_data()?;
+            }
+        }
+        if !later.is_empty() {
+            self.storage.sync_dir()?;
+        }
+        Ok(())
+    }
+
+    /// (segment index, offset in the segment file) of log address `pos`.
+    fn locate(&self, pos: u64) -> (u64, u64) {
+        (pos / self.segment_bytes, pos % self.segment_bytes)
+    }
+
+    fn check_range(&self, lsn: Lsn, len: usize) -> Result<()> {
+        if lsn.0.checked_add(len as u64).is_none() {
+            return Err(Error::invalid(
+                "lsn",
+                format!("{len} bytes at {lsn} pass u64::MAX"),
+            ));
+        }
+        let first = self.first_lsn();
+        if lsn < first {
+            return Err(Error::invalid(
+                "lsn",
+                format!("{lsn} is below the oldest segment (first LSN {first}): deleted"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The handle of segment `index`, creating it (and any missing segments between the last
+    /// one and it) first: segment rules 1 and 2.
+    fn file_for_write(&self, index: u64) -> Result<Arc<dyn StorageFile>> {
+        let mut files = self.files.lock();
+        if let Some(f) = files.get(&index) {
+            return Ok(Arc::clone(f));
+        }
+        let from = match files.last_key_value() {
+            Some((&last, _)) if last < index => last + 1,
+            _ => index,
+        };
+        let create = OpenOptions {
+            create: true,
+            ..Default::default()
+        };
+        for i in from..=index {
+            let file = self.storage.open(&segment_file_name(i), create)?;
+            files.insert(i, file);
+        }
+        self.storage.sync_dir()?;
+        Ok(Arc::clone(&files[&index]))
+    }
+}
+
+#[cfg(test)]
+#[path = "segment_tests.rs"]
+mod tests;

@@ -1,0 +1,207 @@
+//! Tests of segment files: names, spanning writes and reads, durability, deletion.
+
+use super::*;
+use crate::io::{FaultConfig, FaultStorage};
+
+const SEG: u64 = 4096;
+
+fn storage() -> (FaultStorage, Arc<dyn Storage>) {
+    let fs = FaultStorage::new(FaultConfig::new(7)).unwrap();
+    let dyn_fs: Arc<dyn Storage> = Arc::new(fs.clone());
+    (fs, dyn_fs)
+}
+
+fn pattern(start: u64, len: usize) -> Vec<u8> {
+    (0..len as u64)
+        .map(|i| ((start + i) * 31 % 251) as u8)
+        .collect()
+}
+
+#[test]
+fn names_round_trip_and_bad_names_are_rejected() {
+    assert_eq!(segment_file_name(0x2a), "log-000000000000002a.seg");
+    assert_eq!(
+        parse_segment_file_name("log-000000000000002a.seg").unwrap(),
+        Some(0x2a)
+    );
+    assert_eq!(parse_segment_file_name("data.shoal").unwrap(), None);
+    for bad in [
+        "log-2a.seg",
+        "log-000000000000002A.seg",
+        "log-000000000000002a.tmp",
+        "log-",
+    ] {
+        assert!(
+            matches!(parse_segment_file_name(bad), Err(Error::BadFile { .. })),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn writes_and_reads_span_segments() {
+    let (fs, st) = storage();
+    let set = SegmentSet::open(Arc::clone(&st), SEG).unwrap();
+    assert_eq!(set.end_of_files().unwrap(), Lsn::ZERO);
+    // 3.5 segments in one write starting inside segment 0.
+    let data = pattern(100, 14_000);
+    set.write_at(Lsn(100), &data).unwrap();
+    set.sync().unwrap();
+    assert_eq!(set.end_of_files().unwrap(), Lsn(14_100));
+    let mut buf = vec![0u8; 20_000];
+    assert_eq!(set.read_at(Lsn(100), &mut buf).unwrap(), 14_000);
+    assert_eq!(&buf[..14_000], &data[..]);
+    let mut buf = vec![0u8; 5000];
+    assert_eq!(set.read_at(Lsn(4000), &mut buf).unwrap(), 5000);
+    assert_eq!(&buf[..], &data[3900..8900]);
+    assert_eq!(set.read_at(Lsn(14_100), &mut buf).unwrap(), 0);
+    assert_eq!(set.read_at(Lsn(99_999), &mut buf).unwrap(), 0);
+    // Durable after sync, and found again after a crash.
+    fs.crash_now();
+    fs.restart();
+    let set = SegmentSet::open(st, SEG).unwrap();
+    assert_eq!(
+        fs.durable_contents(&segment_file_name(3)).unwrap().len(),
+        14_100 - 3 * 4096
+    );
+    let mut buf = vec![0u8; 14_000];
+    assert_eq!(set.read_at(Lsn(100), &mut buf).unwrap(), 14_000);
+    assert_eq!(buf, data);
+}
+
+#[test]
+fn unsynced_writes_are_lost_but_segment_names_survive() {
+    let (fs, st) = storage();
+    let set = SegmentSet::open(Arc::clone(&st), SEG).unwrap();
+    set.write_at(Lsn(0), &pattern(0, 5000)).unwrap();
+    fs.crash_now();
+    fs.restart();
+    let set = SegmentSet::open(st, SEG).unwrap();
+    // Both files exist (created + dir synced) but hold no durable bytes.
+    assert_eq!(set.segment_len(0).unwrap(), Some(0));
+    assert_eq!(set.segment_len(1).unwrap(), Some(0));
+    assert_eq!(set.end_of_files().unwrap(), Lsn(4096));
+    assert_eq!(set.read_at(Lsn(0), &mut [0u8; 16]).unwrap(), 0);
+}
+
+#[test]
+fn writing_far_ahead_fills_the_gap_with_empty_segments() {
+    let (_fs, st) = storage();
+    let set = SegmentSet::open(Arc::clone(&st), SEG).unwrap();
+    set.write_at(Lsn(0), &[1; 8]).unwrap();
+    set.write_at(Lsn(3 * SEG), &[2; 8]).unwrap();
+    set.sync().unwrap();
+    drop(set);
+    let set = SegmentSet::open(st, SEG).unwrap();
+    assert_eq!(set.segment_len(1).unwrap(), Some(0));
+    // A read stops at the short first segment (segment rule 4).
+    assert_eq!(set.read_at(Lsn(0), &mut [0u8; 64]).unwrap(), 8);
+}
+
+#[test]
+fn open_rejects_gaps_bad_names_bad_sizes_and_ignores_other_files() {
+    let (_fs, st) = storage();
+    let c = OpenOptions {
+        create: true,
+        ..Default::default()
+    };
+    st.open("data.shoal", c).unwrap();
+    st.open(&segment_file_name(4), c).unwrap();
+    st.open(&segment_file_name(6), c).unwrap();
+    match SegmentSet::open(Arc::clone(&st), SEG) {
+        Err(Error::LogCorruption { lsn, reason }) => {
+            assert_eq!(lsn, Lsn(5 * SEG));
+            assert!(reason.contains("log-0000000000000005.seg"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    st.open(&segment_file_name(5), c).unwrap();
+    let set = SegmentSet::open(Arc::clone(&st), SEG).unwrap();
+    assert_eq!(set.first_lsn(), Lsn(4 * SEG));
+    assert!(matches!(
+        set.write_at(Lsn(0), &[1]),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        set.read_at(Lsn(0), &mut [0]),
+        Err(Error::InvalidArgument { .. })
+    ));
+    for bad in [0, 1000, 4097, 2048] {
+        assert!(matches!(
+            SegmentSet::open(Arc::clone(&st), bad),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+    st.open(&segment_file_name(7), c)
+        .unwrap()
+        .write_all_at(&[0; 5000], 0)
+        .unwrap();
+    assert!(matches!(
+        SegmentSet::open(Arc::clone(&st), SEG),
+        Err(Error::BadFile { .. })
+    ));
+    st.remove(&segment_file_name(7)).unwrap();
+    st.open("log-oops", c).unwrap();
+    assert!(matches!(
+        SegmentSet::open(st, SEG),
+        Err(Error::BadFile { .. })
+    ));
+}
+
+#[test]
+fn remove_before_deletes_whole_segments_only() {
+    let (fs, st) = storage();
+    let set = SegmentSet::open(Arc::clone(&st), SEG).unwrap();
+    set.write_at(Lsn(0), &pattern(0, 5 * SEG as usize)).unwrap();
+    set.sync().unwrap();
+    set.remove_before(Lsn(2 * SEG + 10)).unwrap();
+    assert_eq!(set.first_lsn(), Lsn(2 * SEG));
+    assert!(!st.exists(&segment_file_name(1)).unwrap());
+    assert!(st.exists(&segment_file_name(2)).unwrap());
+    let mut buf = vec![0u8; 100];
+    assert_eq!(set.read_at(Lsn(2 * SEG), &mut buf).unwrap(), 100);
+    assert_eq!(buf, pattern(2 * SEG, 100));
+    // The removal is durable (directory synced).
+    fs.crash_now();
+    fs.restart();
+    let set = SegmentSet::open(st, SEG).unwrap();
+    assert_eq!(set.first_lsn(), Lsn(2 * SEG));
+    assert_eq!(set.end_of_files().unwrap(), Lsn(5 * SEG));
+}
+
+#[test]
+fn truncate_from_cuts_the_tail_durably() {
+    let (fs, st) = storage();
+    let set = SegmentSet::open(Arc::clone(&st), SEG).unwrap();
+    set.write_at(Lsn(0), &pattern(0, 3 * SEG as usize)).unwrap();
+    set.sync().unwrap();
+    set.truncate_from(Lsn(SEG + 64)).unwrap();
+    assert_eq!(set.end_of_files().unwrap(), Lsn(SEG + 64));
+    fs.crash_now();
+    fs.restart();
+    let set = SegmentSet::open(st, SEG).unwrap();
+    assert_eq!(set.end_of_files().unwrap(), Lsn(SEG + 64));
+}
+
+#[test]
+fn concurrent_disjoint_writes_and_reads() {
+    let (_fs, st) = storage();
+    let set = Arc::new(SegmentSet::open(st, SEG).unwrap());
+    let chunk = 3000usize;
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let set = Arc::clone(&set);
+            s.spawn(move || {
+                for k in 0..8u64 {
+                    let lsn = (k * 4 + t) * chunk as u64;
+                    set.write_at(Lsn(lsn), &pattern(lsn, chunk)).unwrap();
+                }
+            });
+        }
+    });
+    set.sync().unwrap();
+    let total = 32 * chunk;
+    let mut buf = vec![0u8; total];
+    assert_eq!(set.read_at(Lsn(0), &mut buf).unwrap(), total);
+    assert_eq!(buf, pattern(0, total));
+}
