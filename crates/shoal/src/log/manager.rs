@@ -108,7 +108,10 @@ impl LogManager {
                 a
             }
         };
-        let end = reader::scan_to_end(&segments, anchor.start_lsn, anchor.durable_floor)?;
+        let end = find_end(&segments, anchor)?;
+        // Reader rule 4: nothing past the end may survive to be read as part of the new log.
+        segments.truncate_from(end)?;
+        segments.sync()?;
         let log = Arc::new(LogManager {
             storage,
             segments,
@@ -278,12 +281,21 @@ impl LogManager {
         reader::read_record(&self.segments, lsn)
     }
 
-    /// Forward reader over the records from `from` to the current durable end.
+    /// The records from `from` (a record boundary) up to the current durable end, in order.
     ///
     /// # Errors
-    /// As [`reader::scan_to_end`].
+    /// As [`reader::LogReader::next_record`].
     pub fn records_from(&self, from: Lsn) -> Result<Vec<(Lsn, LogRecord)>> {
-        reader::read_range(&self.segments, from, self.durable_lsn())
+        let durable = self.durable_lsn();
+        let mut out = Vec::new();
+        let mut r = reader::LogReader::new(&self.segments, from)?.with_unsynced_window(u64::MAX);
+        while let Some((lsn, rec)) = r.next_record()? {
+            if lsn >= durable {
+                break;
+            }
+            out.push((lsn, rec));
+        }
+        Ok(out)
     }
 
     /// Segment recycling behind a checkpoint: `start` (a record boundary at or below the
@@ -371,8 +383,8 @@ impl LogManager {
                 let released = self.buffer.released_end();
                 let durable = self.durable.load(Relaxed);
                 let want_sync = self.requested.load(Acquire) > durable && completed > durable;
-                let pressure = completed - released >= cap / 4
-                    || self.buffer.reserved_end() - released > cap;
+                let pressure =
+                    completed - released >= cap / 4 || self.buffer.reserved_end() - released > cap;
                 let lazy_due = lazy && completed > durable && last_sync.elapsed() >= lazy_interval;
                 if stop || want_sync || pressure || lazy_due {
                     break;
@@ -439,6 +451,26 @@ impl LogManager {
             }
         }
     }
+}
+
+/// Finds the end of the log: the position after the last record that decodes, scanning from
+/// the anchor's start. Past the durable floor a bad record is simply the torn end (writes
+/// made after the last sync may reach the disk in any subset, so valid records after a hole
+/// prove nothing); the log must however reach the floor, or synced records were damaged.
+fn find_end(segments: &SegmentSet, anchor: Anchor) -> Result<Lsn> {
+    let mut r = reader::LogReader::new(segments, anchor.start_lsn)?.with_unsynced_window(u64::MAX);
+    while r.next_record()?.is_some() {}
+    let end = r.position();
+    if end < anchor.durable_floor {
+        return Err(Error::log_corruption(
+            end,
+            format!(
+                "the log ends at {end}, below {} which was synced: records were damaged",
+                anchor.durable_floor
+            ),
+        ));
+    }
+    Ok(end)
 }
 
 fn flusher_main(log: Weak<LogManager>) {

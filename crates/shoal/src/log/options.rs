@@ -61,11 +61,17 @@ impl LogOptions {
         if !self.buffer_size_bytes.is_power_of_two() || self.buffer_size_bytes < 64 << 10 {
             return Err(Error::invalid(
                 "buffer_size_bytes",
-                format!("{} is not a power of two of at least 65536", self.buffer_size_bytes),
+                format!(
+                    "{} is not a power of two of at least 65536",
+                    self.buffer_size_bytes
+                ),
             ));
         }
         if self.lazy_flush_interval_ms == 0 {
-            return Err(Error::invalid("lazy_flush_interval_ms", "must be at least 1"));
+            return Err(Error::invalid(
+                "lazy_flush_interval_ms",
+                "must be at least 1",
+            ));
         }
         Ok(())
     }

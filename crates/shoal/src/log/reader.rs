@@ -178,7 +178,12 @@ impl<'a> LogReader<'a> {
     fn at_bad_position(&mut self, why: &str) -> Result<Option<(Lsn, LogRecord)>> {
         let h = self.pos;
         let from = h.0.saturating_add(self.unsynced_window_bytes.max(1));
-        match find_valid_record(self.segments, from, &mut self.buf) {
+        let found = if from >= self.segments.end_of_files()?.0 {
+            Ok(None) // the window reaches past the files: nothing later can count
+        } else {
+            find_valid_record(self.segments, from, &mut self.buf)
+        };
+        match found {
             Ok(None) => {
                 self.end = Some(h);
                 Ok(None)

@@ -64,11 +64,21 @@ fn append_close_reopen_read_back() {
     }
     let end = log.end_lsn();
     log.close().unwrap();
-    assert!(matches!(log.append(&update(1, Lsn::ZERO, 0, 1)), Err(Error::LogFailed { .. })));
+    let s = log.stats();
+    assert_eq!(s.appends, 3000);
+    assert!(s.syncs >= 1 && s.flushes >= 1, "{s:?}");
+    assert!(matches!(
+        log.append(&update(1, Lsn::ZERO, 0, 1)),
+        Err(Error::LogFailed { .. })
+    ));
     drop(log);
 
     let log = LogManager::open(st, &small()).unwrap();
-    assert_eq!(log.end_lsn(), end, "reopened log must continue at the old end");
+    assert_eq!(
+        log.end_lsn(),
+        end,
+        "reopened log must continue at the old end"
+    );
     let back = log.records_from(FIRST_LSN).unwrap();
     assert_eq!(back.len(), written.len());
     for ((l1, r1), (l2, r2)) in written.iter().zip(back.iter()) {
@@ -79,7 +89,6 @@ fn append_close_reopen_read_back() {
     let (last, _) = written.last().unwrap();
     let rec = log.read_record(*last).unwrap();
     assert_eq!(rec.prev_lsn, written[written.len() - 2].0);
-    assert!(log.stats().syncs >= 1);
 }
 
 /// Group commit: many threads committing with `Full` durability share syncs, and every
@@ -93,7 +102,9 @@ fn group_commit_shares_syncs() {
             let log = log.clone();
             std::thread::spawn(move || {
                 for i in 0..200u64 {
-                    let u = log.append(&update(t * 1000 + i, Lsn::ZERO, 1, 100)).unwrap();
+                    let u = log
+                        .append(&update(t * 1000 + i, Lsn::ZERO, 1, 100))
+                        .unwrap();
                     let c = log.append(&commit_record(t * 1000 + i, u)).unwrap();
                     log.commit(c).unwrap();
                     assert!(log.durable_lsn() > c, "commit returned before durable");
@@ -106,7 +117,11 @@ fn group_commit_shares_syncs() {
     }
     let s = log.stats();
     assert_eq!(s.appends, 8 * 200 * 2);
-    assert!(s.syncs < 1600, "no group commit: {} syncs for 1600 commits", s.syncs);
+    assert!(
+        s.syncs < 1600,
+        "no group commit: {} syncs for 1600 commits",
+        s.syncs
+    );
 }
 
 /// A failed sync is sticky: the waiting commit and every later append or commit fail with
@@ -125,7 +140,10 @@ fn failed_sync_is_sticky() {
         matches!(&e, Error::LogFailed { first_failure } if first_failure.contains("syncing")),
         "{e}"
     );
-    assert!(matches!(log.append(&commit_record(3, Lsn::ZERO)), Err(Error::LogFailed { .. })));
+    assert!(matches!(
+        log.append(&commit_record(3, Lsn::ZERO)),
+        Err(Error::LogFailed { .. })
+    ));
     assert!(matches!(log.force_log(c), Err(Error::LogFailed { .. })));
 }
 
@@ -152,7 +170,10 @@ fn acknowledged_commits_survive_power_loss() {
         let survivors = log.records_from(FIRST_LSN).unwrap();
         let lsns: Vec<Lsn> = survivors.iter().map(|(l, _)| *l).collect();
         for c in &acked {
-            assert!(lsns.contains(c), "seed {seed}: acknowledged commit {c} lost");
+            assert!(
+                lsns.contains(c),
+                "seed {seed}: acknowledged commit {c} lost"
+            );
         }
         // The log continues right after the last surviving record.
         let end = survivors
@@ -178,7 +199,10 @@ fn lazy_commit_becomes_durable_soon() {
     log.commit(c).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while log.durable_lsn() <= c {
-        assert!(std::time::Instant::now() < deadline, "lazy flush never happened");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lazy flush never happened"
+        );
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
@@ -210,13 +234,19 @@ fn records_too_large_and_bad_options_are_rejected() {
     let (_fs, st) = storage(6);
     let log = LogManager::open(st.clone(), &small()).unwrap();
     let e = log.append(&update(1, Lsn::ZERO, 0, 20_000)).unwrap_err();
-    assert!(matches!(e, Error::InvalidArgument { name: "record", .. }), "{e}");
+    assert!(
+        matches!(e, Error::InvalidArgument { name: "record", .. }),
+        "{e}"
+    );
     let bad = LogOptions {
         buffer_size_bytes: 1000,
         ..small()
     };
     assert!(matches!(
         LogManager::open(st, &bad),
-        Err(Error::InvalidArgument { name: "buffer_size_bytes", .. })
+        Err(Error::InvalidArgument {
+            name: "buffer_size_bytes",
+            ..
+        })
     ));
 }
