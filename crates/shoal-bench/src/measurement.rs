@@ -75,6 +75,15 @@ pub struct Measurement {
     /// Engine counters accumulated during the measured time only (e.g. buffer-pool `hits`,
     /// `misses`, `evictions`); names are the engine's.
     pub engine_stats: BTreeMap<String, u64>,
+    /// Benchmark-specific values derived from `engine_stats` and `ops` by
+    /// [`MicroBench::derived`], written as top-level fields of the JSON line (e.g. `log`'s
+    /// `fdatasync_per_commit`: `fdatasync` calls per committed transaction). Names carry
+    /// their units like the fixed fields and never repeat a fixed field's name; empty for
+    /// benchmarks that derive nothing.
+    ///
+    /// [`MicroBench::derived`]: crate::runner::MicroBench::derived
+    #[serde(flatten)]
+    pub derived: Map<String, Value>,
     /// The settings that produced this point: run settings, benchmark settings and the
     /// variant's data-set description.
     pub config: Map<String, Value>,
@@ -115,6 +124,7 @@ pub(crate) mod tests {
             cpu_s_per_op: None,
             max_rss_bytes: Some(1 << 20),
             engine_stats: BTreeMap::from([("hits".to_string(), 7)]),
+            derived: Map::new(),
             config,
         }
     }
@@ -135,6 +145,19 @@ pub(crate) mod tests {
         assert!(obj["cpu_s_per_op"].is_null());
         assert_eq!(obj["config"]["pool_size_bytes"], 64u64 << 20);
         assert_eq!(obj["engine_stats"]["hits"], 7);
+        let back: Measurement = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, m);
+    }
+
+    #[test]
+    fn derived_values_are_top_level_fields() {
+        let mut m = sample();
+        m.derived
+            .insert("fdatasync_per_commit".into(), Value::from(0.25));
+        let line = m.to_json_line();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["fdatasync_per_commit"], 0.25, "{line}");
+        assert!(v.get("derived").is_none(), "{line}");
         let back: Measurement = serde_json::from_str(&line).unwrap();
         assert_eq!(back, m);
     }

@@ -57,9 +57,40 @@ fn aborts_cell(m: &Measurement) -> String {
         .join(" ")
 }
 
-/// The rows of the result table: a header and one row per measurement, in run order.
+/// A benchmark's derived values (`Measurement::derived`) as `name=value` pairs; numbers
+/// with four significant digits, `-` when there are none.
+fn derived_cell(m: &Measurement) -> String {
+    if m.derived.is_empty() {
+        return "-".to_string();
+    }
+    m.derived
+        .iter()
+        .map(|(k, v)| match v.as_f64() {
+            Some(x) if v.is_f64() => format!("{k}={}", sig4(x)),
+            _ => format!("{k}={v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `x` with four significant digits, without an exponent for ordinary magnitudes.
+fn sig4(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 || !x.is_finite() {
+        format!("{x}")
+    } else if (1e-4..1e6).contains(&a) {
+        let decimals = (3 - a.log10().floor() as i32).max(0) as usize;
+        format!("{x:.decimals$}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
+/// The rows of the result table: a header and one row per measurement, in run order. A last
+/// column of derived values appears when some measurement has them.
 fn rows(ms: &[Measurement]) -> Vec<Vec<String>> {
     let base = base_threads(ms).unwrap_or(1);
+    let with_derived = ms.iter().any(|m| !m.derived.is_empty());
     let mut rows = vec![vec![
         "variant".to_string(),
         "threads".to_string(),
@@ -73,8 +104,11 @@ fn rows(ms: &[Measurement]) -> Vec<Vec<String>> {
         "max RSS MiB".to_string(),
         "aborts".to_string(),
     ]];
+    if with_derived {
+        rows[0].push("derived".to_string());
+    }
     for m in ms {
-        rows.push(vec![
+        let mut row = vec![
             m.variant.clone(),
             m.threads.to_string(),
             si(m.ops_per_s),
@@ -88,9 +122,19 @@ fn rows(ms: &[Measurement]) -> Vec<Vec<String>> {
                 format!("{:.0}", b as f64 / (1 << 20) as f64)
             }),
             aborts_cell(m),
-        ]);
+        ];
+        if with_derived {
+            row.push(derived_cell(m));
+        }
+        rows.push(row);
     }
     rows
+}
+
+/// Whether column `c` of a table with header row `header` holds text (left-aligned): the
+/// variant, and the aborts and derived columns at the end.
+fn is_text_column(c: usize, header: &[String]) -> bool {
+    c == 0 || header[c] == "aborts" || header[c] == "derived"
 }
 
 /// The result table as aligned plain text (first column left-aligned, numbers right-aligned),
@@ -103,13 +147,14 @@ pub fn text_table(ms: &[Measurement]) -> String {
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
+    let header = rows[0].clone();
     let mut out = String::new();
     for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
             .map(|(c, cell)| {
-                if c == 0 || c == row.len() - 1 {
+                if is_text_column(c, &header) {
                     format!("{cell:<w$}", w = widths[c])
                 } else {
                     format!("{cell:>w$}", w = widths[c])
@@ -128,7 +173,8 @@ pub fn text_table(ms: &[Measurement]) -> String {
 }
 
 /// The `report.md` of a run: the command, the table, the scaling ratios per variant, the
-/// engine counters of each point and the settings of each variant.
+/// engine counters (and the values derived from them) of each point and the settings of
+/// each variant.
 pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
     let mut md = String::new();
     let benches: Vec<&str> = dedup(ms.iter().map(|m| m.bench.as_str()));
@@ -149,12 +195,13 @@ pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
          smallest thread count measured.\n\n",
     );
     let rows = rows(ms);
+    let header = rows[0].clone();
     for (i, row) in rows.iter().enumerate() {
         let _ = writeln!(md, "| {} |", row.join(" | "));
         if i == 0 {
             let seps: Vec<&str> = (0..row.len())
                 .map(|c| {
-                    if c == 0 || c == row.len() - 1 {
+                    if is_text_column(c, &header) {
                         "---"
                     } else {
                         "---:"
@@ -191,11 +238,14 @@ pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
 
     md.push_str("\n## Engine counters during the measured time\n\n");
     for m in ms {
-        let counters: Vec<String> = m
+        let mut counters: Vec<String> = m
             .engine_stats
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
+        if !m.derived.is_empty() {
+            counters.push(format!("derived: {}", derived_cell(m)));
+        }
         let _ = writeln!(
             md,
             "- `{}` threads={}, {:.2} s: {}",
@@ -338,6 +388,31 @@ mod tests {
         );
         assert!(md.contains("- `a` threads=1, 5.00 s: hits=7"), "{md}");
         assert!(md.contains("- `pool_size_bytes`: `67108864`"), "{md}");
+    }
+
+    #[test]
+    fn derived_values_get_a_column_and_a_counter_line() {
+        let mut ms = points();
+        assert!(!text_table(&ms).contains("derived"));
+        ms[1].derived.insert(
+            "fdatasync_per_commit".into(),
+            serde_json::Value::from(0.031_25),
+        );
+        let t = text_table(&ms);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].ends_with("derived"), "{t}");
+        assert!(lines[3].ends_with("fdatasync_per_commit=0.03125"), "{t}");
+        assert!(lines[2].ends_with(" -"), "{t}");
+        let md = markdown(&ms, "shoal bench log");
+        assert!(md.contains("| aborts | derived |"), "{md}");
+        assert!(md.contains("| --- | --- |\n"), "{md}");
+        assert!(
+            md.contains("- `a` threads=2, 5.00 s: hits=7, derived: fdatasync_per_commit=0.03125"),
+            "{md}"
+        );
+        assert_eq!(sig4(1234.5678), "1235");
+        assert_eq!(sig4(0.5), "0.5000");
+        assert_eq!(sig4(2e-7), "2.000e-7");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! # `shoal`: the command-line program
 //!
-//! One binary with subcommands (DESIGN.md §6). Today: `shoal bench buffer`, the buffer-pool
-//! micro-benchmark. `inspect`, `verify` and `stats` come with the components they need.
+//! One binary with subcommands (DESIGN.md §6). Today: `shoal bench buffer` and
+//! `shoal bench log`, the buffer-pool and write-ahead-log micro-benchmarks. `inspect`, `verify` and `stats` come with the components they need.
 //!
 //! Conventions: results go to standard output, progress and errors to standard error; with
 //! `--json` standard output holds only JSON lines. A bad argument is reported by `clap` with
@@ -12,6 +12,7 @@ use clap::builder::PossibleValuesParser;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use shoal_bench::micro::buffer::{self, BufferBench, BufferConfig};
+use shoal_bench::micro::log::{self as logbench, LogBench, LogConfig};
 use shoal_bench::output::{Output, OutputOptions};
 use shoal_bench::parse::{ByteSize, Seconds, ThreadList};
 use shoal_bench::runner::{run_micro, MicroBench, RunConfig};
@@ -48,19 +49,19 @@ enum Benchmark {
     /// Buffer-pool micro-benchmark: hot-page reads (optimistic and shared), fixes of
     /// resident pages, and misses with eviction and write-back.
     Buffer(BufferArgs),
+    /// Write-ahead-log micro-benchmark: record inserts, and commits under full (group
+    /// commit) and lazy durability.
+    Log(LogArgs),
 }
 
 /// Settings every benchmark takes.
 #[derive(Debug, Args)]
 struct CommonArgs {
-    /// Thread counts to measure, comma-separated, e.g. 1,2,4,8.
-    #[arg(
-        long,
-        value_name = "LIST",
-        default_value = "1,2",
-        allow_negative_numbers = true
-    )]
-    threads: ThreadList,
+    /// Thread counts to measure, comma-separated, e.g. 1,2,4,8; applies to every variant
+    /// [default: the benchmark's own; buffer: 1,2; log: insert 1,2, commit-full and
+    /// commit-lazy 1,2,4,8,16,32,64].
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true)]
+    threads: Option<ThreadList>,
 
     /// Measured seconds per point (variant x thread count).
     #[arg(
@@ -89,7 +90,8 @@ struct CommonArgs {
     out: Option<PathBuf>,
 
     /// Time one operation in N for the latency percentiles; 1 = every operation, which
-    /// costs about 54 ns per operation [default: the benchmark's own; buffer: 64].
+    /// costs about 54 ns per operation [default: the benchmark's own; buffer: 64; log:
+    /// commit-full 1, the other variants 64].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     latency_sample_every: Option<u32>,
 
@@ -99,10 +101,14 @@ struct CommonArgs {
 }
 
 impl CommonArgs {
-    /// The run settings; `bench` supplies the default latency sampling.
-    fn run_config(&self, bench: &impl MicroBench) -> RunConfig {
+    /// The run settings; `bench` supplies the default latency sampling, and the thread
+    /// list is `default_threads` unless `--threads` was given.
+    fn run_config(&self, bench: &impl MicroBench, default_threads: &[usize]) -> RunConfig {
         RunConfig {
-            threads: self.threads.0.clone(),
+            threads: self
+                .threads
+                .as_ref()
+                .map_or_else(|| default_threads.to_vec(), |t| t.0.clone()),
             warmup_s: self.warmup_s.0,
             duration_s: self.duration_s.0,
             latency_sample_every: self
@@ -160,6 +166,35 @@ struct BufferArgs {
     miss_data_factor: u64,
 }
 
+#[derive(Debug, Args)]
+struct LogArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+
+    /// Variants to run, comma-separated (default: all, in the order listed).
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = PossibleValuesParser::new(logbench::VARIANTS))]
+    variant: Vec<String>,
+
+    /// Log segment size: a number of MiB, or with a unit (B, KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    segment_size: ByteSize,
+
+    /// Log buffer size: a number of MiB, or with a unit (B, KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB")]
+    log_buffer_size: ByteSize,
+
+    /// Longest delay in milliseconds before a lazily committed record is flushed
+    /// (commit-lazy) [default: the log manager's own].
+    #[arg(long, value_name = "MS")]
+    lazy_flush_interval_ms: Option<u64>,
+
+    /// Create the temporary log directories under DIR (created if its parent exists)
+    /// instead of the system temporary directory; put it on the device to measure.
+    #[arg(long, value_name = "DIR")]
+    db_dir: Option<PathBuf>,
+}
+
 /// Parses `--page-size`: bytes, checked by the engine's own rule.
 fn parse_page_size(s: &str) -> Result<usize, String> {
     let n: usize = s
@@ -207,10 +242,38 @@ fn run_buffer(args: &BufferArgs) -> shoal_bench::Result<()> {
         miss_write_percent: args.miss_write_percent,
         miss_data_factor: args.miss_data_factor,
     })?;
-    let run = common.run_config(&bench);
+    let run = common.run_config(&bench, &[1, 2]);
     run.validate()?;
     let mut output = Output::new(common.output_options())?;
     run_micro(&bench, &args.variant, &run, &mut output)?;
+    output.finish()?;
+    Ok(())
+}
+
+/// Runs the log benchmark one variant at a time, each with its own default thread list and
+/// latency sampling unless `--threads` or `--latency-sample-every` was given.
+fn run_log(args: &LogArgs) -> shoal_bench::Result<()> {
+    let common = &args.common;
+    let bench = LogBench::new(LogConfig {
+        segment_size_bytes: args.segment_size.bytes(),
+        log_buffer_size_bytes: args.log_buffer_size.bytes(),
+        lazy_flush_interval_ms: args.lazy_flush_interval_ms,
+        db_dir: args.db_dir.clone(),
+    })?;
+    let base = common.run_config(&bench, logbench::INSERT_THREADS_DEFAULT);
+    let plan = logbench::plan(
+        &args.variant,
+        common.threads.as_ref().map(|t| t.0.as_slice()),
+        common.latency_sample_every,
+        &base,
+    )?;
+    for (_, run) in &plan {
+        run.validate()?;
+    }
+    let mut output = Output::new(common.output_options())?;
+    for (variant, run) in &plan {
+        run_micro(&bench, &[variant.to_string()], run, &mut output)?;
+    }
     output.finish()?;
     Ok(())
 }
@@ -220,6 +283,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Bench(b) => match &b.bench {
             Some(Benchmark::Buffer(args)) => run_buffer(args),
+            Some(Benchmark::Log(args)) => run_log(args),
             None => missing_benchmark(),
         },
     };
@@ -251,7 +315,7 @@ mod tests {
         assert!(a.variant.is_empty());
         assert_eq!(a.pool_size.bytes(), 64 << 20);
         assert_eq!(a.page_size, 8192);
-        assert_eq!(a.common.threads.0, vec![1, 2]);
+        assert_eq!(a.common.threads, None);
         assert_eq!(a.common.duration_s.0, 5.0);
         assert_eq!(a.common.warmup_s.0, 1.0);
         assert!(!a.common.json);
@@ -280,10 +344,62 @@ mod tests {
             panic!("buffer expected")
         };
         assert_eq!(a.variant, ["miss-random", "hot-page-shared"]);
-        assert_eq!(a.common.threads.0, vec![1, 4]);
+        assert_eq!(a.common.threads.as_ref().unwrap().0, vec![1, 4]);
         assert_eq!(a.pool_size.bytes(), 16 << 20);
         assert_eq!(a.page_size, 4096);
         assert_eq!(a.common.duration_s.0, 0.5);
+    }
+
+    #[test]
+    fn log_defaults_and_flags() {
+        let cli = Cli::try_parse_from(["shoal", "bench", "log"]).unwrap();
+        let Command::Bench(b) = cli.command;
+        let Some(Benchmark::Log(a)) = b.bench else {
+            panic!("log expected")
+        };
+        assert!(a.variant.is_empty());
+        assert_eq!(a.common.threads, None);
+        assert_eq!(a.segment_size.bytes(), 64 << 20);
+        assert_eq!(a.log_buffer_size.bytes(), 16 << 20);
+        assert_eq!(a.lazy_flush_interval_ms, None);
+
+        let cli = Cli::try_parse_from([
+            "shoal",
+            "bench",
+            "log",
+            "--variant",
+            "commit-full,insert",
+            "--threads",
+            "1,8",
+            "--segment-size",
+            "1MiB",
+            "--log-buffer-size",
+            "256KiB",
+            "--lazy-flush-interval-ms",
+            "5",
+        ])
+        .unwrap();
+        let Command::Bench(b) = cli.command;
+        let Some(Benchmark::Log(a)) = b.bench else {
+            panic!("log expected")
+        };
+        assert_eq!(a.variant, ["commit-full", "insert"]);
+        assert_eq!(a.common.threads.as_ref().unwrap().0, vec![1, 8]);
+        assert_eq!(a.segment_size.bytes(), 1 << 20);
+        assert_eq!(a.log_buffer_size.bytes(), 256 << 10);
+        assert_eq!(a.lazy_flush_interval_ms, Some(5));
+
+        for (args, needle) in [
+            (vec!["--variant", "append"], "--variant"),
+            (vec!["--segment-size", "1MB"], "--segment-size"),
+            (vec!["--log-buffer-size", "x"], "--log-buffer-size"),
+            (vec!["--threads", "0"], "--threads"),
+        ] {
+            let mut argv = vec!["shoal", "bench", "log"];
+            argv.extend(args.iter().copied());
+            let e = Cli::try_parse_from(&argv).unwrap_err().to_string();
+            assert!(e.contains(needle), "{argv:?}: {e}");
+        }
     }
 
     #[test]

@@ -183,6 +183,20 @@ pub trait MicroBench: Sync {
     fn counters(_state: &Self::State) -> BTreeMap<String, u64> {
         BTreeMap::new()
     }
+
+    /// Values derived from the growth of the engine counters during the measured time
+    /// (`engine_stats`, from [`MicroBench::counters`]) and the completed operations `ops`
+    /// of a point of `variant`, e.g. `fdatasync` calls per commit. They become top-level
+    /// fields of the point's JSON line ([`Measurement::derived`]) and are shown in the table
+    /// and report. Names carry their units and must not repeat a fixed field's name. Empty
+    /// by default.
+    fn derived(
+        _variant: &str,
+        _engine_stats: &BTreeMap<String, u64>,
+        _ops: u64,
+    ) -> Map<String, Value> {
+        Map::new()
+    }
 }
 
 /// Which part of a point is running.

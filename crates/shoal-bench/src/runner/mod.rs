@@ -86,7 +86,8 @@ const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
 /// Longest sleep of the controller between progress reports and checks for a failed worker.
 const TICK: Duration = Duration::from_millis(100);
 
-/// Labels what a point measured: computes the derived fields of a [`Measurement`].
+/// Labels what a point measured: computes the derived fields of a [`Measurement`] (all but
+/// the benchmark's own [`Measurement::derived`], which [`run_micro`] adds).
 pub fn to_measurement(
     bench: &str,
     engine: &str,
@@ -121,6 +122,7 @@ pub fn to_measurement(
         aborts: r.aborts,
         max_rss_bytes,
         engine_stats: r.counters,
+        derived: Map::new(),
         ops_by_thread: r.ops_by_thread,
         config,
     }
@@ -202,7 +204,7 @@ pub fn run_micro<B: MicroBench>(
             let r = measure_point(&spec, &state, B::op, B::counters, &mut |phase, el| {
                 observer.point_progress(&info, phase, el)
             })?;
-            let m = to_measurement(
+            let mut m = to_measurement(
                 bench.name(),
                 bench.engine(),
                 variant,
@@ -211,6 +213,7 @@ pub fn run_micro<B: MicroBench>(
                 sys::max_rss_bytes(),
                 config.clone(),
             );
+            m.derived = B::derived(variant, &m.engine_stats, m.ops);
             observer.point_finished(&info, &m)?;
             out.push(m);
         }

@@ -172,6 +172,9 @@ impl MicroBench for Sleepy {
         std::thread::sleep(*state);
         Ok(())
     }
+    fn derived(variant: &str, _stats: &BTreeMap<String, u64>, ops: u64) -> Map<String, Value> {
+        Map::from_iter([(format!("{variant}_ops_seen"), Value::from(ops))])
+    }
 }
 
 #[derive(Default)]
@@ -220,6 +223,7 @@ fn run_micro_sweeps_variants_and_threads() {
     assert_eq!(short1.config["nap"], "yes");
     assert_eq!(short1.config["nap_us"], 100);
     assert_eq!(short1.config["latency_sample_every"], 1);
+    assert_eq!(short1.derived["short_ops_seen"], short1.ops);
     assert!(short1.aborts.is_empty());
     // Sleeping 100 us per op: the median is at least that, throughput at most 10k/s/thread.
     assert!(short1.p50_us.unwrap() >= 100.0);
