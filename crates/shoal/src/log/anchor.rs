@@ -34,11 +34,14 @@ pub struct Anchor {
 }
 
 impl Anchor {
-    /// Reads the anchor, `None` if the file does not exist.
+    /// Reads the anchor, `None` if the file does not exist or is empty. An empty anchor is
+    /// what a crash between creating the file and syncing its first write leaves (rule A1
+    /// makes the write itself atomic); no segment can have been removed before the first
+    /// anchor was complete, so the log then starts at its first LSN, as for a missing one.
     ///
     /// # Errors
-    /// [`Error::BadFile`] if it exists but is short, has a bad magic or checksum, or
-    /// `durable_floor < start_lsn`; I/O errors.
+    /// [`Error::BadFile`] if it is between 1 and 27 bytes long, has a bad magic or checksum,
+    /// or `durable_floor < start_lsn`; I/O errors.
     pub fn read(storage: &dyn Storage) -> Result<Option<Anchor>> {
         if !storage.exists(ANCHOR_FILE)? {
             return Ok(None);
@@ -48,7 +51,11 @@ impl Anchor {
             path: f.name().to_string(),
             reason: reason.to_string(),
         };
-        if f.len()? < LEN as u64 {
+        let len = f.len()?;
+        if len == 0 {
+            return Ok(None); // creation interrupted by a crash (see above)
+        }
+        if len < LEN as u64 {
             return Err(bad("log anchor is shorter than 28 bytes"));
         }
         let mut b = [0u8; LEN];
