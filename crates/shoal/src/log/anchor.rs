@@ -1,19 +1,23 @@
-//! The log anchor: a 28-byte file `log.anchor` recording where a scan of the log may start
-//! and how far the log is known to be durable.
+//! The log anchor: a 36-byte file `log.anchor` recording where a scan of the log may start,
+//! how far the log is known to be durable, and how much the writer may leave written but
+//! unsynced.
 //!
 //! ```text
 //! offset size field
-//!      0    8 magic          b"SHLOGANC"
-//!      8    8 start_lsn      a record boundary at or after which all needed records lie
-//!     16    8 durable_floor  every byte below is known to have been synced
-//!     24    4 crc            CRC32C of bytes [0, 24)
+//!      0    8 magic                  b"SHLOGANC"
+//!      8    8 start_lsn              a record boundary at or after which all needed records lie
+//!     16    8 durable_floor          every byte below is known to have been synced
+//!     24    8 unsynced_window_bytes  the writer never has more written-but-unsynced bytes
+//!     32    4 crc                    CRC32C of bytes [0, 32)
 //! ```
 //!
 //! Invariants: (A1) the anchor is rewritten in place with one write of less than one 512-byte
 //! sector, which the disk model makes atomic, then synced; (A2) `start_lsn` is raised before
 //! segments below it are removed; (A3) `durable_floor` is raised only after a sync covered it,
-//! so a record that fails to decode below the floor is corruption, above it the end of a log
-//! whose tail was torn by a crash.
+//! so the log must reach the floor; (A4) the writer of the log never has more than
+//! `unsynced_window_bytes` written but not synced, so a valid record further than that after
+//! a bad one proves damage in the middle of the log (format rule L3), while closer ones may be
+//! leftovers of writes a crash reordered.
 
 use crate::error::{Error, Result};
 use crate::io::{OpenOptions, Storage};
@@ -22,7 +26,7 @@ use crate::types::Lsn;
 /// File name of the anchor.
 pub const ANCHOR_FILE: &str = "log.anchor";
 const MAGIC: [u8; 8] = *b"SHLOGANC";
-const LEN: usize = 28;
+const LEN: usize = 36;
 
 /// The anchor's contents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +35,8 @@ pub struct Anchor {
     pub start_lsn: Lsn,
     /// Below this LSN the log is known durable.
     pub durable_floor: Lsn,
+    /// Largest amount of log, in bytes, the writer leaves written but unsynced (rule A4).
+    pub unsynced_window_bytes: u64,
 }
 
 impl Anchor {
@@ -40,7 +46,7 @@ impl Anchor {
     /// anchor was complete, so the log then starts at its first LSN, as for a missing one.
     ///
     /// # Errors
-    /// [`Error::BadFile`] if it is between 1 and 27 bytes long, has a bad magic or checksum,
+    /// [`Error::BadFile`] if it is between 1 and 35 bytes long, has a bad magic or checksum,
     /// or `durable_floor < start_lsn`; I/O errors.
     pub fn read(storage: &dyn Storage) -> Result<Option<Anchor>> {
         if !storage.exists(ANCHOR_FILE)? {
@@ -56,20 +62,21 @@ impl Anchor {
             return Ok(None); // creation interrupted by a crash (see above)
         }
         if len < LEN as u64 {
-            return Err(bad("log anchor is shorter than 28 bytes"));
+            return Err(bad("log anchor is shorter than 36 bytes"));
         }
         let mut b = [0u8; LEN];
         f.read_exact_at(&mut b, 0)?;
         if b[0..8] != MAGIC {
             return Err(bad("bad magic: not a Shoal log anchor"));
         }
-        let crc = u32::from_le_bytes(b[24..28].try_into().expect("4 bytes"));
-        if crc != crc32c::crc32c(&b[0..24]) {
+        let crc = u32::from_le_bytes(b[32..36].try_into().expect("4 bytes"));
+        if crc != crc32c::crc32c(&b[0..32]) {
             return Err(bad("log anchor checksum mismatch"));
         }
         let a = Anchor {
             start_lsn: Lsn(u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"))),
             durable_floor: Lsn(u64::from_le_bytes(b[16..24].try_into().expect("8 bytes"))),
+            unsynced_window_bytes: u64::from_le_bytes(b[24..32].try_into().expect("8 bytes")),
         };
         if a.durable_floor < a.start_lsn {
             return Err(bad("log anchor's durable floor lies below its start"));
@@ -94,8 +101,9 @@ impl Anchor {
         b[0..8].copy_from_slice(&MAGIC);
         b[8..16].copy_from_slice(&self.start_lsn.0.to_le_bytes());
         b[16..24].copy_from_slice(&self.durable_floor.0.to_le_bytes());
-        let crc = crc32c::crc32c(&b[0..24]);
-        b[24..28].copy_from_slice(&crc.to_le_bytes());
+        b[24..32].copy_from_slice(&self.unsynced_window_bytes.to_le_bytes());
+        let crc = crc32c::crc32c(&b[0..32]);
+        b[32..36].copy_from_slice(&crc.to_le_bytes());
         f.write_all_at(&b, 0)?;
         f.sync_data()?;
         if created {

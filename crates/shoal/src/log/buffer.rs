@@ -24,7 +24,8 @@
 //!    "slot(start) holds a value > start" means "the record at `start` is complete".
 //!    `slots * SLOT_BYTES >= capacity` keeps laps apart.
 //! 4. Only the flusher advances `completed` (by following slots from it, Acquire) and
-//!    `released` (after the bytes are on disk), so both are single-writer.
+//!    `released` (after the bytes are on disk), so both are single-writer; anyone may
+//!    [`LogBuffer::peek_completed`].
 //!
 //! What it does not do: decide when to write or sync (the log manager's flusher does), or
 //! know anything about the record format beyond the minimum length.
@@ -117,6 +118,7 @@ impl LogBuffer {
     }
 
     /// End of the completed prefix as last advanced by the flusher.
+    #[cfg(test)]
     pub fn completed_end(&self) -> u64 {
         self.completed.load(Acquire)
     }
@@ -173,17 +175,22 @@ impl LogBuffer {
     /// Flusher only: advances the completed prefix as far as consecutive completed records
     /// reach and returns its new end (invariant 4).
     pub fn advance_completed(&self) -> u64 {
-        let mut cur = self.completed.load(Relaxed);
+        let cur = self.peek_completed();
+        self.completed.store(cur, Release);
+        cur
+    }
+
+    /// How far the completed prefix reaches now, without recording it (any thread).
+    pub fn peek_completed(&self) -> u64 {
+        let mut cur = self.completed.load(Acquire);
         loop {
             let e = self.slots[((cur / SLOT_BYTES) & self.slot_mask) as usize].load(Acquire);
             if e > cur {
                 cur = e;
             } else {
-                break;
+                return cur;
             }
         }
-        self.completed.store(cur, Release);
-        cur
     }
 
     /// Flusher only: calls `f` with the ring bytes of `[from, to)` (one or two slices when

@@ -14,11 +14,20 @@
 //! 3. One sync serves every commit whose record lies below the synced point: committers
 //!    publish what they need in `requested` (an atomic max) and sleep; the flusher writes the
 //!    whole completed prefix, syncs once, advances `durable` and wakes them all.
-//! 4. Sticky failure: after a failed write or sync nothing more is written, every waiter and
-//!    every later append or commit gets `Error::LogFailed` naming the first failure, until the
-//!    log is reopened (and recovery runs).
+//! 4. Sticky failure: after a failed write or sync nothing more is written; every waiter, and
+//!    every append or commit that starts after the failure was recorded, gets
+//!    `Error::LogFailed` naming the first failure, until the log is reopened (and recovered).
 //! 5. No lost wake-ups: waiters check their condition under `ctl`, and the flusher changes
-//!    `durable`/`released` before taking `ctl` to notify.
+//!    `durable`/`released` before taking `ctl` to notify. An appender and a committer meet in
+//!    a store-buffering pattern (slot store, then `requested` load; `requested` max, then
+//!    completion check), so both sides have a SeqCst fence between their two accesses.
+//! 6. Bounded unsynced log: the flusher syncs whenever a buffer's worth of log has been written
+//!    since the last sync, so written-but-unsynced bytes never exceed twice the buffer size;
+//!    the bound is recorded in the anchor (rule A4) for the next open.
+//! 7. The flusher thread holds only a weak reference while it sleeps, so dropping the last
+//!    `Arc<LogManager>` stops it (Drop joins it unless Drop runs on the flusher itself).
+//! 8. At open, everything a predecessor wrote up to the end of the log is synced before it is
+//!    counted as durable (a crashed or dropped predecessor may have written without syncing).
 //!
 //! Latching: `ctl` (a mutex) is held only to sleep and to notify; never across I/O.
 
@@ -36,7 +45,7 @@ use crate::types::Lsn;
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -71,15 +80,29 @@ pub struct LogManager {
     requested: CachePadded<AtomicU64>,
     failed: OnceLock<String>,
     closed: AtomicBool,
-    ctl: Mutex<()>,
-    flusher_cv: Condvar,
-    waiters_cv: Condvar,
+    sig: Arc<Signals>,
     anchor: Mutex<Anchor>,
     appends: StripedCounter,
     bytes: StripedCounter,
     flushes: AtomicU64,
     syncs: AtomicU64,
     flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The mutex and condition variables the flusher sleeps on; shared with the flusher thread
+/// so that it can sleep without holding the manager alive (invariant 7).
+#[derive(Default)]
+struct Signals {
+    ctl: Mutex<()>,
+    flusher_cv: Condvar,
+    waiters_cv: Condvar,
+}
+
+/// What the flusher should do next.
+enum Work {
+    Run,
+    Sleep,
+    Exit,
 }
 
 thread_local! {
@@ -97,21 +120,22 @@ impl LogManager {
     pub fn open(storage: Arc<dyn Storage>, options: &LogOptions) -> Result<Arc<LogManager>> {
         options.validate()?;
         let segments = SegmentSet::open(storage.clone(), options.segment_size_bytes)?;
-        let anchor = match Anchor::read(&*storage)? {
-            Some(a) => a,
-            None => {
-                let a = Anchor {
-                    start_lsn: FIRST_LSN,
-                    durable_floor: FIRST_LSN,
-                };
-                a.write(&*storage)?;
-                a
-            }
-        };
-        let end = find_end(&segments, anchor)?;
-        // Reader rule 4: nothing past the end may survive to be read as part of the new log.
+        let old = Anchor::read(&*storage)?.unwrap_or(Anchor {
+            start_lsn: FIRST_LSN,
+            durable_floor: FIRST_LSN,
+            unsynced_window_bytes: 0,
+        });
+        let end = find_end(&segments, old)?;
+        // Reader rule 4: nothing past the end may survive to be read as part of the new log;
+        // invariant 8: what lies before it is made durable before it is counted as such.
         segments.truncate_from(end)?;
-        segments.sync()?;
+        segments.sync_all()?;
+        let anchor = Anchor {
+            start_lsn: old.start_lsn,
+            durable_floor: end,
+            unsynced_window_bytes: 2 * options.buffer_size_bytes as u64,
+        };
+        anchor.write(&*storage)?;
         let log = Arc::new(LogManager {
             storage,
             segments,
@@ -121,9 +145,7 @@ impl LogManager {
             requested: CachePadded::new(AtomicU64::new(0)),
             failed: OnceLock::new(),
             closed: AtomicBool::new(false),
-            ctl: Mutex::new(()),
-            flusher_cv: Condvar::new(),
-            waiters_cv: Condvar::new(),
+            sig: Arc::default(),
             anchor: Mutex::new(anchor),
             appends: StripedCounter::default(),
             bytes: StripedCounter::default(),
@@ -132,9 +154,10 @@ impl LogManager {
             flusher: Mutex::new(None),
         });
         let weak = Arc::downgrade(&log);
+        let sig = log.sig.clone();
         let handle = std::thread::Builder::new()
             .name("shoal-log-flusher".into())
-            .spawn(move || flusher_main(weak))
+            .spawn(move || flusher_main(weak, sig))
             .map_err(|e| Error::from_io("spawn log flusher thread", "log", e))?;
         *log.flusher.lock() = Some(handle);
         Ok(log)
@@ -156,14 +179,14 @@ impl LogManager {
 
     fn fail(&self, what: String) {
         let _ = self.failed.set(what);
-        let _g = self.ctl.lock();
-        self.waiters_cv.notify_all();
-        self.flusher_cv.notify_all();
+        let _g = self.sig.ctl.lock();
+        self.sig.waiters_cv.notify_all();
+        self.sig.flusher_cv.notify_all();
     }
 
     fn wake_flusher(&self) {
-        let _g = self.ctl.lock();
-        self.flusher_cv.notify_one();
+        let _g = self.sig.ctl.lock();
+        self.sig.flusher_cv.notify_one();
     }
 
     /// Appends `record` and returns its LSN. Reserves space with one atomic operation and
@@ -174,6 +197,9 @@ impl LogManager {
     /// [`Error::LogFailed`] after a log I/O failure or `close`.
     pub fn append(&self, record: &LogRecord) -> Result<Lsn> {
         self.check_usable()?;
+        // Nothing may fail or panic between `reserve` and `write`: a reserved range that is
+        // never completed stops the completed prefix for good.
+        record.validate()?;
         let len = record.encoded_len() as u64;
         if len > self.buffer.capacity() / 4 {
             return Err(Error::invalid(
@@ -195,6 +221,7 @@ impl LogManager {
             self.buffer.write(r, &s);
             Ok(())
         })?;
+        fence(SeqCst); // invariant 5: slot store before the `requested` load
         let quarter = self.buffer.capacity() / 4;
         if r.start / quarter != r.end / quarter || self.requested.load(Relaxed) > r.start {
             self.wake_flusher(); // the buffer is filling, or a committer waits on us
@@ -206,15 +233,15 @@ impl LogManager {
 
     #[cold]
     fn wait_for_room(&self, r: super::buffer::Reservation) -> Result<()> {
-        let mut g = self.ctl.lock();
-        self.flusher_cv.notify_one();
+        let mut g = self.sig.ctl.lock();
+        self.sig.flusher_cv.notify_one();
         while !self.buffer.has_room(r) {
             if let Some(f) = self.failed.get() {
                 return Err(Error::LogFailed {
                     first_failure: f.clone(),
                 });
             }
-            self.waiters_cv.wait(&mut g);
+            self.sig.waiters_cv.wait(&mut g);
         }
         Ok(())
     }
@@ -229,23 +256,40 @@ impl LogManager {
         if self.durable.load(Acquire) >= need {
             return Ok(());
         }
-        if let Some(f) = self.failed.get() {
-            return Err(Error::LogFailed {
-                first_failure: f.clone(),
-            });
+        if lsn.0 >= self.buffer.reserved_end() {
+            return Err(Error::invalid(
+                "lsn",
+                format!(
+                    "{lsn} is at or beyond the end of the log ({}): no record there",
+                    self.buffer.reserved_end()
+                ),
+            ));
         }
+        self.check_usable_for_waiters()?;
         self.requested.fetch_max(need, AcqRel);
-        let mut g = self.ctl.lock();
-        self.flusher_cv.notify_one();
+        fence(SeqCst); // invariant 5: `requested` before the flusher's completion check
+        let mut g = self.sig.ctl.lock();
+        self.sig.flusher_cv.notify_one();
         while self.durable.load(Acquire) < need {
-            if let Some(f) = self.failed.get() {
+            self.check_usable_for_waiters()?;
+            if self.closed.load(Acquire) {
+                // `close` made everything appended before it durable; this record came later.
                 return Err(Error::LogFailed {
-                    first_failure: f.clone(),
+                    first_failure: "the log was closed".into(),
                 });
             }
-            self.waiters_cv.wait(&mut g);
+            self.sig.waiters_cv.wait(&mut g);
         }
         Ok(())
+    }
+
+    fn check_usable_for_waiters(&self) -> Result<()> {
+        match self.failed.get() {
+            Some(f) => Err(Error::LogFailed {
+                first_failure: f.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Completes a commit whose commit record is at `lsn`, as the durability option says:
@@ -291,9 +335,15 @@ impl LogManager {
         let mut r = reader::LogReader::new(&self.segments, from)?.with_unsynced_window(u64::MAX);
         while let Some((lsn, rec)) = r.next_record()? {
             if lsn >= durable {
-                break;
+                return Ok(out);
             }
             out.push((lsn, rec));
+        }
+        if r.position() < durable {
+            return Err(Error::log_corruption(
+                r.position(),
+                format!("the log's records end before its durable end {durable}"),
+            ));
         }
         Ok(out)
     }
@@ -311,11 +361,19 @@ impl LogManager {
                 format!("{start} is beyond the durable end of the log"),
             ));
         }
-        let mut a = self.anchor.lock();
-        if start > a.start_lsn {
-            a.start_lsn = start;
-            a.durable_floor = a.durable_floor.max(start);
-            a.write(&*self.storage)?; // anchor rule A2: before the removal
+        // A start that is not a record boundary would make the log unreadable at open.
+        reader::read_record(&self.segments, start)?;
+        {
+            let mut a = self.anchor.lock();
+            if start > a.start_lsn {
+                let new = Anchor {
+                    start_lsn: start,
+                    durable_floor: a.durable_floor.max(start),
+                    ..*a
+                };
+                new.write(&*self.storage)?; // anchor rule A2: before the removal
+                *a = new;
+            }
         }
         self.segments.remove_before(start)
     }
@@ -355,49 +413,56 @@ impl LogManager {
 
     fn stop_flusher(&self) {
         self.closed.store(true, Release);
-        {
-            let _g = self.ctl.lock();
-            self.flusher_cv.notify_all();
+        let handle = self.flusher.lock().take();
+        let Some(h) = handle else { return };
+        if h.thread().id() == std::thread::current().id() {
+            // Dropped by the flusher's own last reference (it may hold `ctl`): it sees the
+            // manager gone at its next upgrade and exits.
+            return;
         }
-        if let Some(h) = self.flusher.lock().take() {
-            if h.thread().id() != std::thread::current().id() {
-                let _ = h.join();
-            }
+        {
+            let _g = self.sig.ctl.lock();
+            self.sig.flusher_cv.notify_all();
+        }
+        let _ = h.join();
+    }
+
+    /// What the flusher should do now (called under `ctl`).
+    fn next_work(&self, last_sync: Instant) -> Work {
+        if self.failed.get().is_some() {
+            return Work::Exit;
+        }
+        let cap = self.buffer.capacity();
+        let completed = self.buffer.peek_completed();
+        let released = self.buffer.released_end();
+        let durable = self.durable.load(Acquire);
+        let writable = completed > released;
+        let unsynced = released > durable || writable;
+        if self.closed.load(Acquire) {
+            // Finish what is complete; records still being copied by a racing append are
+            // not waited for forever (the flusher exits once nothing more can be done).
+            return if unsynced { Work::Run } else { Work::Exit };
+        }
+        let want_sync = self.requested.load(Acquire) > durable && completed > durable;
+        // Pressure only when there is something to write (invariant 2's waiters, or a
+        // filling ring); an incomplete oldest record is waited for, not spun on.
+        let pressure = writable
+            && (completed - released >= cap / 4 || self.buffer.reserved_end() - released > cap);
+        let lazy_due = self.options.durability == Durability::Lazy
+            && unsynced
+            && last_sync.elapsed() >= Duration::from_millis(self.options.lazy_flush_interval_ms);
+        if want_sync || pressure || lazy_due {
+            Work::Run
+        } else {
+            Work::Sleep
         }
     }
 
-    /// One round of the flusher: sleep until there is work, write the completed prefix, sync
-    /// if someone waits (or the lazy interval is due). Returns false when it should exit.
-    fn flush_round(&self, last_sync: &mut Instant) -> bool {
-        let cap = self.buffer.capacity();
-        let lazy_interval = Duration::from_millis(self.options.lazy_flush_interval_ms);
-        let lazy = self.options.durability == Durability::Lazy;
-        {
-            let mut g = self.ctl.lock();
-            loop {
-                if self.failed.get().is_some() {
-                    return false;
-                }
-                let stop = self.closed.load(Acquire);
-                let completed = self.buffer.advance_completed();
-                let released = self.buffer.released_end();
-                let durable = self.durable.load(Relaxed);
-                let want_sync = self.requested.load(Acquire) > durable && completed > durable;
-                let pressure =
-                    completed - released >= cap / 4 || self.buffer.reserved_end() - released > cap;
-                let lazy_due = lazy && completed > durable && last_sync.elapsed() >= lazy_interval;
-                if stop || want_sync || pressure || lazy_due {
-                    break;
-                }
-                let nap = if lazy {
-                    lazy_interval
-                } else {
-                    Duration::from_millis(FLUSHER_NAP_MS)
-                };
-                self.flusher_cv.wait_for(&mut g, nap);
-            }
-        }
-        let stop = self.closed.load(Acquire);
+    /// One round of work: write the completed prefix, sync if someone waits, the lazy
+    /// interval is due, the unsynced bound is reached (invariant 6) or the log is closing.
+    /// Returns false if the log failed.
+    fn do_work(&self, last_sync: &mut Instant) -> bool {
+        let closing = self.closed.load(Acquire);
         let to = self.buffer.advance_completed();
         let from = self.buffer.released_end();
         if to > from {
@@ -410,13 +475,16 @@ impl LogManager {
             }
             self.buffer.release(to);
             self.flushes.fetch_add(1, Relaxed);
-            let _g = self.ctl.lock();
-            self.waiters_cv.notify_all(); // room in the ring
+            let _g = self.sig.ctl.lock();
+            self.sig.waiters_cv.notify_all(); // room in the ring
         }
         let durable = self.durable.load(Relaxed);
+        let lazy_due = self.options.durability == Durability::Lazy
+            && last_sync.elapsed() >= Duration::from_millis(self.options.lazy_flush_interval_ms);
         let need_sync = self.requested.load(Acquire) > durable
-            || (lazy && last_sync.elapsed() >= lazy_interval)
-            || stop;
+            || lazy_due
+            || closing
+            || to - durable >= self.buffer.capacity();
         if need_sync && to > durable {
             if let Err(e) = self.segments.sync() {
                 self.fail(format!("syncing the log up to {to}: {e}"));
@@ -425,11 +493,13 @@ impl LogManager {
             self.syncs.fetch_add(1, Relaxed);
             *last_sync = Instant::now();
             self.durable.store(to, Release);
-            self.raise_durable_floor(to);
-            let _g = self.ctl.lock();
-            self.waiters_cv.notify_all();
+            {
+                let _g = self.sig.ctl.lock();
+                self.sig.waiters_cv.notify_all();
+            }
+            self.raise_durable_floor(to); // after waking the committers: off their path
         }
-        !(stop && self.buffer.completed_end() == self.durable.load(Acquire))
+        true
     }
 
     /// Anchor rule A3: once a sync crossed into a new segment, record the synced point so
@@ -439,8 +509,8 @@ impl LogManager {
         let mut a = self.anchor.lock();
         if synced / seg > a.durable_floor.0 / seg {
             let new = Anchor {
-                start_lsn: a.start_lsn,
                 durable_floor: Lsn(synced),
+                ..*a
             };
             match new.write(&*self.storage) {
                 Ok(()) => *a = new,
@@ -454,11 +524,12 @@ impl LogManager {
 }
 
 /// Finds the end of the log: the position after the last record that decodes, scanning from
-/// the anchor's start. Past the durable floor a bad record is simply the torn end (writes
-/// made after the last sync may reach the disk in any subset, so valid records after a hole
-/// prove nothing); the log must however reach the floor, or synced records were damaged.
+/// the anchor's start. A bad record is the torn end unless a valid record lies further after
+/// it than the previous writer could have left unsynced (anchor rule A4, format rule L3: then
+/// the log is damaged in the middle); and the log must reach the durable floor (rule A3).
 fn find_end(segments: &SegmentSet, anchor: Anchor) -> Result<Lsn> {
-    let mut r = reader::LogReader::new(segments, anchor.start_lsn)?.with_unsynced_window(u64::MAX);
+    let mut r = reader::LogReader::new(segments, anchor.start_lsn)?
+        .with_unsynced_window(anchor.unsynced_window_bytes);
     while r.next_record()?.is_some() {}
     let end = r.position();
     if end < anchor.durable_floor {
@@ -473,12 +544,33 @@ fn find_end(segments: &SegmentSet, anchor: Anchor) -> Result<Lsn> {
     Ok(end)
 }
 
-fn flusher_main(log: Weak<LogManager>) {
+/// The flusher thread. It holds a strong reference to the manager only while deciding and
+/// working, never while sleeping (invariant 7); it exits when the manager is gone, closed or
+/// failed.
+fn flusher_main(log: Weak<LogManager>, sig: Arc<Signals>) {
     let mut last_sync = Instant::now();
     loop {
-        let Some(log) = log.upgrade() else { return };
-        if !log.flush_round(&mut last_sync) {
-            return;
+        let mut g = sig.ctl.lock();
+        let Some(strong) = log.upgrade() else { return };
+        match strong.next_work(last_sync) {
+            Work::Exit => return,
+            Work::Run => {
+                drop(g);
+                if !strong.do_work(&mut last_sync) {
+                    return;
+                }
+            }
+            Work::Sleep => {
+                let nap = if strong.options.durability == Durability::Lazy {
+                    Duration::from_millis(strong.options.lazy_flush_interval_ms)
+                } else {
+                    Duration::from_millis(FLUSHER_NAP_MS)
+                };
+                // Dropping the last reference here runs `Drop`, which sees it is on the
+                // flusher thread and does not take `ctl` (which we hold).
+                drop(strong);
+                sig.flusher_cv.wait_for(&mut g, nap);
+            }
         }
     }
 }

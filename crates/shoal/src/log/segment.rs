@@ -130,6 +130,18 @@ impl SegmentSet {
             let Some(index) = parse_segment_file_name(&name)? else {
                 continue;
             };
+            if index
+                .checked_add(1)
+                .and_then(|i| i.checked_mul(segment_bytes))
+                .is_none()
+            {
+                return Err(Error::BadFile {
+                    path: name,
+                    reason: format!(
+                        "segment index {index} lies beyond the 64-bit log address space"
+                    ),
+                });
+            }
             let file = storage.open(&name, OpenOptions::default())?;
             let len = file.len()?;
             if len > segment_bytes {
@@ -211,6 +223,21 @@ impl SegmentSet {
             self.unsynced.lock().insert(index);
             done += n;
         }
+        Ok(())
+    }
+
+    /// Syncs every segment file, whether or not this process wrote it: used at open, when
+    /// what a crashed or dropped predecessor wrote but never synced must become durable
+    /// before it is counted as such.
+    ///
+    /// # Errors
+    /// `Error::Io` from the first failing sync.
+    pub fn sync_all(&self) -> Result<()> {
+        let files: Vec<Arc<dyn StorageFile>> = self.files.lock().values().cloned().collect();
+        for f in files {
+            f.sync_data()?;
+        }
+        self.unsynced.lock().clear();
         Ok(())
     }
 
@@ -312,7 +339,8 @@ impl SegmentSet {
         let (index, offset) = self.locate(lsn.0);
         let mut files = self.files.lock();
         let later: Vec<u64> = files.range(index + 1..).map(|(&i, _)| i).collect();
-        for i in &later {
+        // Highest first: a crash or error midway leaves a shorter but gap-free sequence.
+        for i in later.iter().rev() {
             self.storage.remove(&segment_file_name(*i))?;
             files.remove(i);
             self.unsynced.lock().remove(i);
