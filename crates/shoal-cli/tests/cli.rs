@@ -82,101 +82,77 @@ fn help_works_for_every_command() {
     }
 }
 
-#[test]
-fn buffer_json_run_prints_only_json_lines() {
+/// Runs `shoal bench <bench> <args> --threads 1,2 --duration-s 0.1 --warmup-s 0 --json --out
+/// --db-dir` and checks what every benchmark promises: success, only JSON lines on stdout,
+/// each with the required fields, the bench name and some operations, `results.jsonl` equal
+/// to stdout, and the temporary databases removed. Returns the lines and `report.md`.
+fn json_run(bench: &str, args: &[&str]) -> (Vec<serde_json::Value>, String) {
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("out");
     let db_dir = tmp.path().join("db");
-    let o = shoal(&[
+    let mut all = vec![
         "bench",
-        "buffer",
+        bench,
         "--threads",
         "1,2",
         "--duration-s",
         "0.1",
         "--warmup-s",
         "0",
-        "--pool-size",
-        "1MiB",
-        "--page-size",
-        "4096",
         "--json",
         "--out",
         out_dir.to_str().unwrap(),
         "--db-dir",
         db_dir.to_str().unwrap(),
-    ]);
+    ];
+    all.extend_from_slice(args);
+    let o = shoal(&all);
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8(o.stdout).unwrap();
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 4 * 2, "{stdout}");
-    for line in &lines {
+    let mut lines = Vec::new();
+    for line in stdout.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         for key in shoal_bench::measurement::REQUIRED_JSON_FIELDS {
             assert!(v.get(key).is_some(), "{key} missing in {line}");
         }
-        assert_eq!(v["bench"], "buffer");
+        assert_eq!(v["bench"], bench);
         assert!(v["ops"].as_u64().unwrap() > 0, "{line}");
+        lines.push(v);
     }
     let results = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
     assert_eq!(results, stdout);
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
-    assert!(report.contains("| miss-random | 2 |"), "{report}");
     // The temporary databases are removed after the run.
     assert_eq!(std::fs::read_dir(&db_dir).unwrap().count(), 0);
+    (lines, report)
+}
+
+#[test]
+fn buffer_json_run_prints_only_json_lines() {
+    let (lines, report) = json_run("buffer", &["--pool-size", "1MiB", "--page-size", "4096"]);
+    assert_eq!(lines.len(), 4 * 2);
+    assert!(report.contains("| miss-random | 2 |"), "{report}");
 }
 
 #[test]
 fn log_json_run_prints_only_json_lines_with_fdatasync_per_commit() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out_dir = tmp.path().join("out");
-    let db_dir = tmp.path().join("db");
-    let o = shoal(&[
-        "bench",
+    let (lines, report) = json_run(
         "log",
-        "--threads",
-        "1,2",
-        "--duration-s",
-        "0.1",
-        "--warmup-s",
-        "0",
-        "--segment-size",
-        "1MiB",
-        "--log-buffer-size",
-        "256KiB",
-        "--json",
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--db-dir",
-        db_dir.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let stdout = String::from_utf8(o.stdout).unwrap();
-    let lines: Vec<&str> = stdout.lines().collect();
+        &["--segment-size", "1MiB", "--log-buffer-size", "256KiB"],
+    );
     // insert, commit-full, commit-lazy at 1 and 2 threads.
-    assert_eq!(lines.len(), 3 * 2, "{stdout}");
-    for line in &lines {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        for key in shoal_bench::measurement::REQUIRED_JSON_FIELDS {
-            assert!(v.get(key).is_some(), "{key} missing in {line}");
-        }
-        assert_eq!(v["bench"], "log");
-        assert!(v["ops"].as_u64().unwrap() > 0, "{line}");
-        assert!(v["engine_stats"]["syncs"].is_u64(), "{line}");
+    assert_eq!(lines.len(), 3 * 2);
+    for v in &lines {
+        assert!(v["engine_stats"]["syncs"].is_u64(), "{v}");
         let commits = v["variant"] != "insert";
-        assert_eq!(v.get("fdatasync_per_commit").is_some(), commits, "{line}");
+        assert_eq!(v.get("fdatasync_per_commit").is_some(), commits, "{v}");
         if v["variant"] == "commit-full" {
             let f = v["fdatasync_per_commit"].as_f64().unwrap();
-            assert!(f > 0.0, "{line}");
+            assert!(f > 0.0, "{v}");
         }
     }
-    let results = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
-    assert_eq!(results, stdout);
-    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(report.contains("| commit-full | 2 |"), "{report}");
     assert!(report.contains("fdatasync_per_commit="), "{report}");
-    // The temporary logs are removed after the run.
-    assert_eq!(std::fs::read_dir(&db_dir).unwrap().count(), 0);
 }
 
 #[test]

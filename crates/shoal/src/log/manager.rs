@@ -163,12 +163,19 @@ impl LogManager {
         Ok(log)
     }
 
-    fn check_usable(&self) -> Result<()> {
-        if let Some(f) = self.failed.get() {
-            return Err(Error::LogFailed {
+    /// `Err(LogFailed)` naming the first failure, if the log has failed (invariant 4).
+    fn failure(&self) -> Result<()> {
+        match self.failed.get() {
+            Some(f) => Err(Error::LogFailed {
                 first_failure: f.clone(),
-            });
+            }),
+            None => Ok(()),
         }
+    }
+
+    /// As [`LogManager::failure`], and also refuses a closed log.
+    fn check_usable(&self) -> Result<()> {
+        self.failure()?;
         if self.closed.load(Acquire) {
             return Err(Error::LogFailed {
                 first_failure: "the log was closed".into(),
@@ -236,11 +243,7 @@ impl LogManager {
         let mut g = self.sig.ctl.lock();
         self.sig.flusher_cv.notify_one();
         while !self.buffer.has_room(r) {
-            if let Some(f) = self.failed.get() {
-                return Err(Error::LogFailed {
-                    first_failure: f.clone(),
-                });
-            }
+            self.failure()?;
             self.sig.waiters_cv.wait(&mut g);
         }
         Ok(())
@@ -265,13 +268,13 @@ impl LogManager {
                 ),
             ));
         }
-        self.check_usable_for_waiters()?;
+        self.failure()?;
         self.requested.fetch_max(need, AcqRel);
         fence(SeqCst); // invariant 5: `requested` before the flusher's completion check
         let mut g = self.sig.ctl.lock();
         self.sig.flusher_cv.notify_one();
         while self.durable.load(Acquire) < need {
-            self.check_usable_for_waiters()?;
+            self.failure()?;
             if self.closed.load(Acquire) {
                 // `close` made everything appended before it durable; this record came later.
                 return Err(Error::LogFailed {
@@ -281,15 +284,6 @@ impl LogManager {
             self.sig.waiters_cv.wait(&mut g);
         }
         Ok(())
-    }
-
-    fn check_usable_for_waiters(&self) -> Result<()> {
-        match self.failed.get() {
-            Some(f) => Err(Error::LogFailed {
-                first_failure: f.clone(),
-            }),
-            None => Ok(()),
-        }
     }
 
     /// Completes a commit whose commit record is at `lsn`, as the durability option says:
@@ -403,12 +397,7 @@ impl LogManager {
         };
         self.closed.store(true, Release);
         self.stop_flusher();
-        r.and_then(|()| match self.failed.get() {
-            Some(f) => Err(Error::LogFailed {
-                first_failure: f.clone(),
-            }),
-            None => Ok(()),
-        })
+        r.and_then(|()| self.failure())
     }
 
     fn stop_flusher(&self) {
