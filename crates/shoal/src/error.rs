@@ -105,6 +105,27 @@ pub enum Error {
         first_failure: String,
     },
 
+    /// A unique key is already present.
+    #[error("duplicate key {key} in {index}")]
+    DuplicateKey {
+        /// The index (or store) that refused it.
+        index: String,
+        /// The key, printed.
+        key: String,
+    },
+
+    /// A record does not fit in the page that must hold it (an access method without page
+    /// splits, such as the log issue's test store).
+    #[error("page {page_id} is full: {needed_bytes} bytes needed, {free_bytes} free")]
+    PageFull {
+        /// The full page.
+        page_id: PageId,
+        /// Bytes the record needs (with its slot).
+        needed_bytes: usize,
+        /// Bytes free in the page.
+        free_bytes: usize,
+    },
+
     /// A page id outside the allocated part of the file, or a page that is not allocated.
     #[error("page {page_id} is not allocated: {reason}")]
     PageNotAllocated {

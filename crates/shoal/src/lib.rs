@@ -21,16 +21,21 @@
 //! need except the X latch of the frame being read or written.
 
 pub mod buffer;
+pub mod engine;
 pub mod error;
 pub mod io;
+pub mod kvstore;
 pub mod log;
 pub mod options;
 pub mod page;
+pub mod recovery;
 pub mod space;
 pub mod stats;
 pub mod sync;
+pub mod txn;
 pub mod types;
 
+pub use engine::Engine;
 pub use error::{Error, Result};
 pub use options::Options;
 pub use types::{Lsn, PageId, TxnId};

@@ -100,6 +100,20 @@ impl<'a> ExclusiveGuard<'a> {
         }
     }
 
+    /// Marks the page dirty with a recovery LSN of at most `lsn`: a clean page gets `lsn`, a
+    /// dirty one keeps the lower of its own and `lsn`. Used by restart's redo, which changes
+    /// pages with records older than the end of the log (buffer rule 5 would otherwise give
+    /// them a recovery LSN above changes not yet on disk).
+    pub fn mark_dirty_since(&mut self, lsn: Lsn) {
+        let fr = &self.pool.frames[self.frame as usize];
+        if fr.dirty.load(Relaxed) {
+            fr.rec_lsn.fetch_min(lsn.0, Relaxed);
+        } else {
+            fr.rec_lsn.store(lsn.0, Relaxed);
+            fr.dirty.store(true, Release);
+        }
+    }
+
     /// True if the page has changes not yet written.
     pub fn is_dirty(&self) -> bool {
         self.pool.frames[self.frame as usize].dirty.load(Relaxed)

@@ -223,14 +223,29 @@ impl BufferPool {
     /// # Errors
     /// [`Error::PoolExhausted`], or the write-back error of a dirty victim.
     pub fn fix_new(&self, pid: PageId, ty: PageType) -> Result<ExclusiveGuard<'_>> {
+        let mut g = self.fix_uninit(pid)?;
+        header::init(&mut g.page_mut(), pid, ty);
+        g.mark_dirty();
+        Ok(g)
+    }
+
+    /// Fixes `pid` exclusively without reading it from storage, for a caller that will
+    /// overwrite the whole page (restart's redo installing a full-page image, so a torn copy
+    /// on disk is never read). The frame holds whatever it held (a resident copy of the page,
+    /// or another page's old bytes) and its dirty state is unchanged; the caller must write
+    /// every byte and then mark it dirty.
+    ///
+    /// # Errors
+    /// [`Error::PoolExhausted`], or the write-back error of a dirty victim.
+    pub fn fix_uninit(&self, pid: PageId) -> Result<ExclusiveGuard<'_>> {
         Self::check_pid(pid)?;
-        let mut g = loop {
+        loop {
             if let Some(f) = self.table.lookup(&self.frames, pid) {
                 let fr = &self.frames[f as usize];
                 let latch = fr.latch.exclusive();
                 if fr.page_id.load(Relaxed) == pid.0 {
                     self.counters.hits.incr();
-                    break ExclusiveGuard::new(self, f, latch);
+                    return Ok(ExclusiveGuard::new(self, f, latch));
                 }
                 continue;
             }
@@ -238,14 +253,11 @@ impl BufferPool {
             match self.table.insert(&self.frames, pid, f) {
                 Ok(()) => {
                     self.counters.misses.incr();
-                    break ExclusiveGuard::new(self, f, latch);
+                    return Ok(ExclusiveGuard::new(self, f, latch));
                 }
                 Err(_) => continue, // someone else brought it in; `latch` frees the frame
             }
-        };
-        header::init(&mut g.page_mut(), pid, ty);
-        g.mark_dirty();
-        Ok(g)
+        }
     }
 
     /// Starts an optimistic read of `pid` (loading it first on a miss). The returned handle
@@ -387,7 +399,7 @@ impl BufferPool {
     // ------------------------------------------------------------------ write-back
 
     /// Records the first write-back or sync failure (rule 6).
-    fn fail(&self, what: String) {
+    pub(crate) fn fail(&self, what: String) {
         let _ = self.failed.set(what);
     }
 
@@ -516,6 +528,28 @@ impl BufferPool {
     /// the pool). [`Lsn::ZERO`] before the first cleaner pass.
     pub fn oldest_rec_lsn(&self) -> Lsn {
         Lsn(self.oldest_rec_lsn.load(Acquire))
+    }
+
+    /// Computes now, by a scan of the frames, a lower bound of the recovery LSN of every page
+    /// that is dirty, and syncs the data file so that every page seen clean is durable (the
+    /// same rule as the cleaner's, for a checkpoint that cannot wait for a cleaner pass or
+    /// runs without one). Also publishes the result as [`BufferPool::oldest_rec_lsn`].
+    ///
+    /// # Errors
+    /// The sync error, or [`Error::PoolFailed`] after an earlier failure.
+    pub fn oldest_rec_lsn_now(&self) -> Result<Lsn> {
+        // Read the end of the log before the scan (WalHook ordering contract): a page dirtied
+        // after this read has a recovery LSN at or above it.
+        let log_end = self.wal.current_lsn().0;
+        let oldest = self
+            .frames
+            .iter()
+            .filter(|f| f.dirty.load(Acquire))
+            .map(|f| f.rec_lsn.load(Relaxed))
+            .fold(log_end, u64::min);
+        self.sync_file()?;
+        self.oldest_rec_lsn.store(oldest, Release);
+        Ok(Lsn(oldest))
     }
 
     /// Wakes the cleaner for an immediate pass (no-op without a cleaner).

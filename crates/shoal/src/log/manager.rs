@@ -203,20 +203,10 @@ impl LogManager {
     /// [`Error::InvalidArgument`] if the record is larger than a quarter of the buffer;
     /// [`Error::LogFailed`] after a log I/O failure or `close`.
     pub fn append(&self, record: &LogRecord) -> Result<Lsn> {
-        self.check_usable()?;
         // Nothing may fail or panic between `reserve` and `write`: a reserved range that is
         // never completed stops the completed prefix for good.
-        record.validate()?;
+        self.check_append(record)?;
         let len = record.encoded_len() as u64;
-        if len > self.buffer.capacity() / 4 {
-            return Err(Error::invalid(
-                "record",
-                format!(
-                    "{len} bytes is more than a quarter of the {}-byte log buffer",
-                    self.buffer.capacity()
-                ),
-            ));
-        }
         let r = self.buffer.reserve(len);
         SCRATCH.with(|s| -> Result<()> {
             let mut s = s.borrow_mut();
@@ -236,6 +226,28 @@ impl LogManager {
         self.appends.incr();
         self.bytes.add(len);
         Ok(Lsn(r.start))
+    }
+
+    /// Checks everything [`LogManager::append`] checks before it reserves space: the log is
+    /// usable and the record valid and small enough. A caller that must not change a page
+    /// unless its record can be appended checks first (transaction rule 2).
+    ///
+    /// # Errors
+    /// As [`LogManager::append`].
+    pub fn check_append(&self, record: &LogRecord) -> Result<()> {
+        self.check_usable()?;
+        record.validate()?;
+        let len = record.encoded_len() as u64;
+        if len > self.buffer.capacity() / 4 {
+            return Err(Error::invalid(
+                "record",
+                format!(
+                    "{len} bytes is more than a quarter of the {}-byte log buffer",
+                    self.buffer.capacity()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     #[cold]
@@ -356,7 +368,9 @@ impl LogManager {
             ));
         }
         // A start that is not a record boundary would make the log unreadable at open.
-        reader::read_record(&self.segments, start)?;
+        if start < self.durable_lsn() {
+            reader::read_record(&self.segments, start)?;
+        }
         {
             let mut a = self.anchor.lock();
             if start > a.start_lsn {
@@ -370,6 +384,21 @@ impl LogManager {
             }
         }
         self.segments.remove_before(start)
+    }
+
+    /// The first LSN of the log kept on disk: where restart's analysis begins.
+    pub fn start_lsn(&self) -> Lsn {
+        self.anchor.lock().start_lsn
+    }
+
+    /// A forward reader of the log files from `from` (a record boundary). It reads only what
+    /// has been written to the files; records still in the insert buffer are not seen, and
+    /// callers bound their scan by an end they know to be durable.
+    ///
+    /// # Errors
+    /// As [`reader::LogReader::new`].
+    pub fn reader(&self, from: Lsn) -> Result<reader::LogReader<'_>> {
+        Ok(reader::LogReader::new(&self.segments, from)?.with_unsynced_window(u64::MAX))
     }
 
     /// Counters since open.

@@ -1,0 +1,243 @@
+//! Restart and checkpoint tests on the simulated disk (the crash matrices are in
+//! `tests/txn_crash.rs`).
+
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::io::{FaultConfig, FaultStorage, Storage};
+use crate::kvstore::KvStore;
+use crate::log::LogOptions;
+use crate::options::Options;
+use crate::types::PageId;
+use std::sync::Arc;
+
+fn options() -> Options {
+    Options {
+        pool_size_bytes: 16 * 4096,
+        page_size_bytes: 4096,
+        cleaner_enabled: false,
+        ..Options::default()
+    }
+}
+
+fn log_options() -> LogOptions {
+    LogOptions {
+        segment_size_bytes: 64 << 10,
+        buffer_size_bytes: 64 << 10,
+        ..LogOptions::default()
+    }
+}
+
+fn open(storage: &FaultStorage) -> Engine {
+    let s: Arc<dyn Storage> = Arc::new(storage.clone());
+    Engine::open(s, &options(), &log_options()).unwrap()
+}
+
+fn create_store(e: &Engine, buckets: usize) -> PageId {
+    let kv = KvStore::create(e.txns(), e.space(), buckets, 8).unwrap();
+    kv.root()
+}
+
+fn val(x: u64) -> [u8; 8] {
+    x.to_le_bytes()
+}
+
+#[test]
+fn committed_survives_a_crash_and_uncommitted_does_not() {
+    let disk = FaultStorage::new(FaultConfig::new(1)).unwrap();
+    let root;
+    {
+        let e = open(&disk);
+        root = create_store(&e, 4);
+        let kv = KvStore::open(e.pool().clone(), root).unwrap();
+        let mut t = e.begin();
+        for k in 0..50 {
+            kv.insert(&mut t, k, &val(k)).unwrap();
+        }
+        t.commit().unwrap();
+        let mut t = e.begin();
+        kv.update(&mut t, 1, &val(100)).unwrap();
+        kv.delete(&mut t, 2).unwrap();
+        kv.insert(&mut t, 1000, &val(1)).unwrap();
+        // Force the loser's records to disk so restart must undo them.
+        let end = e.log().end_lsn();
+        e.log().wait_durable(crate::types::Lsn(end.0 - 1)).unwrap();
+        e.pool().flush_all().unwrap(); // and its changes to the data pages
+        disk.crash_now();
+        std::mem::forget(t); // the process died: no rollback runs
+    }
+    disk.restart();
+    let e = open(&disk);
+    let r = e.restart_report().clone();
+    assert_eq!(r.losers, 1, "{r:?}");
+    assert_eq!(r.undone, 3, "{r:?}");
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    assert_eq!(kv.verify().unwrap(), 50);
+    let all = kv.scan().unwrap();
+    assert_eq!(all.len(), 50);
+    for (k, v) in all {
+        assert_eq!(v, val(k));
+    }
+    e.close().unwrap();
+}
+
+#[test]
+fn abort_undoes_and_restart_does_not_undo_again() {
+    let disk = FaultStorage::new(FaultConfig::new(2)).unwrap();
+    let root;
+    {
+        let e = open(&disk);
+        root = create_store(&e, 2);
+        let kv = KvStore::open(e.pool().clone(), root).unwrap();
+        let mut t = e.begin();
+        kv.insert(&mut t, 7, &val(7)).unwrap();
+        t.commit().unwrap();
+        let mut t = e.begin();
+        kv.update(&mut t, 7, &val(8)).unwrap();
+        kv.insert(&mut t, 9, &val(9)).unwrap();
+        kv.delete(&mut t, 9).unwrap();
+        kv.insert(&mut t, 9, &val(10)).unwrap();
+        t.abort().unwrap();
+        assert_eq!(kv.get(7).unwrap(), Some(val(7).to_vec()));
+        assert_eq!(kv.get(9).unwrap(), None);
+        // Dropping an unfinished transaction rolls it back too.
+        {
+            let mut t = e.begin();
+            kv.insert(&mut t, 11, &val(11)).unwrap();
+        }
+        assert_eq!(kv.get(11).unwrap(), None);
+        let mut t = e.begin();
+        kv.insert(&mut t, 12, &val(12)).unwrap();
+        t.commit().unwrap(); // forces the log past the rollbacks
+        disk.crash_now();
+    }
+    disk.restart();
+    let e = open(&disk);
+    assert_eq!(e.restart_report().losers, 0, "{:?}", e.restart_report());
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    let keys: Vec<u64> = kv.scan().unwrap().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, vec![7, 12]);
+    assert_eq!(kv.get(7).unwrap(), Some(val(7).to_vec()));
+    kv.verify().unwrap();
+}
+
+#[test]
+fn errors_are_typed() {
+    let disk = FaultStorage::new(FaultConfig::new(3)).unwrap();
+    let e = open(&disk);
+    let root = create_store(&e, 1);
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    let mut t = e.begin();
+    kv.insert(&mut t, 1, &val(1)).unwrap();
+    let err = kv.insert(&mut t, 1, &val(2)).unwrap_err();
+    assert!(matches!(err, Error::DuplicateKey { .. }), "{err}");
+    assert!(err.to_string().contains("duplicate key 1"), "{err}");
+    let err = kv.insert(&mut t, 2, &[0; 3]).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "value", .. }),
+        "{err}"
+    );
+    // One 4 KiB bucket holds (4096 - 48) / (17 + 4) = 192 records; the next is refused.
+    let mut n = 1;
+    let err = loop {
+        n += 1;
+        if let Err(e) = kv.insert(&mut t, n, &val(n)) {
+            break e;
+        }
+    };
+    assert!(matches!(err, Error::PageFull { .. }), "{err}");
+    assert!(n > 150, "only {n} records fit");
+    t.commit().unwrap();
+    assert_eq!(kv.verify().unwrap() as u64, n - 1);
+    assert!(KvStore::create(e.txns(), e.space(), 0, 8).is_err());
+    assert!(KvStore::open(e.pool().clone(), PageId(0)).is_err());
+}
+
+#[test]
+fn checkpoint_moves_the_redo_point_and_drops_old_segments() {
+    let disk = FaultStorage::new(FaultConfig::new(4)).unwrap();
+    let root;
+    {
+        let e = open(&disk);
+        root = create_store(&e, 8);
+        let kv = KvStore::open(e.pool().clone(), root).unwrap();
+        for round in 0..40u64 {
+            let mut t = e.begin();
+            for k in 0..40 {
+                if round == 0 {
+                    kv.insert(&mut t, k, &val(round)).unwrap();
+                } else {
+                    kv.update(&mut t, k, &val(round)).unwrap();
+                }
+            }
+            t.commit().unwrap();
+        }
+        let first_segment_before = e.log().start_lsn();
+        e.pool().flush_all().unwrap();
+        let c = e.checkpoint().unwrap();
+        assert!(
+            c.redo_lsn == c.begin_lsn,
+            "{c:?}: nothing dirty, redo starts at the begin"
+        );
+        assert!(e.log().start_lsn() > first_segment_before);
+        let mut t = e.begin();
+        kv.update(&mut t, 3, &val(1000)).unwrap();
+        t.commit().unwrap();
+        disk.crash_now();
+    }
+    disk.restart();
+    let e = open(&disk);
+    let r = e.restart_report().clone();
+    assert!(
+        r.redo_lsn > r.start_lsn || r.redo_lsn == r.start_lsn,
+        "{r:?}"
+    );
+    assert!(
+        r.redone <= 2,
+        "redo after a checkpoint repeats only what followed it: {r:?}"
+    );
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    assert_eq!(kv.get(3).unwrap(), Some(val(1000).to_vec()));
+    assert_eq!(kv.get(4).unwrap(), Some(val(39).to_vec()));
+}
+
+#[test]
+fn a_torn_data_page_is_rebuilt_from_its_image() {
+    let disk = FaultStorage::new(FaultConfig::new(5)).unwrap();
+    let root;
+    let bucket;
+    {
+        let e = open(&disk);
+        root = create_store(&e, 1);
+        let kv = KvStore::open(e.pool().clone(), root).unwrap();
+        bucket = kv.bucket_of(0);
+        e.pool().flush_all().unwrap();
+        e.checkpoint().unwrap();
+        let mut t = e.begin();
+        for k in 0..100 {
+            kv.insert(&mut t, k, &val(k)).unwrap();
+        }
+        t.commit().unwrap();
+        e.pool().flush_all().unwrap();
+        disk.crash_now();
+    }
+    disk.restart();
+    // Tear the bucket page on disk: its second half becomes garbage.
+    let off = bucket.0 * 4096 + 2048;
+    disk.corrupt(crate::engine::DATA_FILE, off, &[0xAB; 2048])
+        .unwrap();
+    let e = open(&disk);
+    assert!(e.restart_report().images_installed >= 1);
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    assert_eq!(kv.verify().unwrap(), 100);
+    e.close().unwrap();
+    // After a clean close and a checkpoint there is no image left to use: damage is reported.
+    disk.corrupt(crate::engine::DATA_FILE, off, &[0xAB; 2048])
+        .unwrap();
+    let e = open(&disk);
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    let err = kv.verify().unwrap_err();
+    assert!(
+        matches!(err, Error::Corruption { page_id, .. } if page_id == bucket),
+        "{err}"
+    );
+}

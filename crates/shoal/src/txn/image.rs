@@ -1,0 +1,135 @@
+//! Full-page images: the payload of [`RecordKind::PageImage`](crate::log::record::RecordKind)
+//! records, which protect data pages against torn writes (DESIGN.md §3.2; `docs/format.md`,
+//! "Full-page images").
+//!
+//! ```text
+//! offset size field
+//!      0    4 flags        bit 0 SELF_LSN: the image's page LSN is the record's own LSN
+//!      4    4 hole_offset  start of the omitted run of zero bytes
+//!      8    4 hole_length  its length (0: no hole)
+//!     12    … the page's bytes [0, hole_offset) then [hole_offset + hole_length, page size)
+//! ```
+//!
+//! The longest run of zero bytes (in 8-byte words) is left out, as PostgreSQL leaves out the
+//! hole between a page's line pointers and its tuples: a freshly formatted page costs little
+//! more than its header.
+//!
+//! **Base LSN.** An image stands for the page as it was at its *base LSN*: the page LSN in
+//! its header, or, with `SELF_LSN` (an image of a page just formatted), the image record's own
+//! LSN. Redo may install an image in place of the page's disk copy and then apply every record
+//! of the page with an LSN above the base (transaction rule 3 guarantees they are all in the
+//! redo window).
+
+use crate::error::{Error, Result};
+use crate::page::header;
+use crate::types::Lsn;
+
+/// Bytes of the image payload header.
+pub const IMAGE_HEADER_BYTES: usize = 12;
+/// Flag: the image's page LSN is the LSN of the record that carries it.
+pub const SELF_LSN: u32 = 1;
+
+/// Encodes `page` as an image payload, leaving out its longest run of zero words.
+pub fn encode(page: &[u8], flags: u32) -> Vec<u8> {
+    let (hole_off, hole_len) = longest_zero_run(page);
+    let mut out = Vec::with_capacity(IMAGE_HEADER_BYTES + page.len() - hole_len);
+    out.extend_from_slice(&flags.to_le_bytes());
+    out.extend_from_slice(&(hole_off as u32).to_le_bytes());
+    out.extend_from_slice(&(hole_len as u32).to_le_bytes());
+    out.extend_from_slice(&page[..hole_off]);
+    out.extend_from_slice(&page[hole_off + hole_len..]);
+    out
+}
+
+/// The longest run of zero 8-byte words in `page`, as (offset, length) in bytes.
+fn longest_zero_run(page: &[u8]) -> (usize, usize) {
+    let (mut best_off, mut best_len, mut run_off, mut run_len) = (0, 0, 0, 0);
+    for (i, w) in page.chunks_exact(8).enumerate() {
+        if w.iter().all(|&b| b == 0) {
+            if run_len == 0 {
+                run_off = i * 8;
+            }
+            run_len += 8;
+            if run_len > best_len {
+                (best_off, best_len) = (run_off, run_len);
+            }
+        } else {
+            run_len = 0;
+        }
+    }
+    (best_off, best_len)
+}
+
+/// A decoded image payload (borrowing the record's bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct ImageView<'a> {
+    flags: u32,
+    hole_off: usize,
+    hole_len: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> ImageView<'a> {
+    /// Parses an image payload of a page of `page_size` bytes carried by the record at `lsn`.
+    ///
+    /// # Errors
+    /// [`Error::LogCorruption`] naming `lsn` if the payload is too short, has unknown flags or
+    /// its hole and bytes do not add up to `page_size`.
+    pub fn parse(payload: &'a [u8], page_size: usize, lsn: Lsn) -> Result<ImageView<'a>> {
+        let bad = |why: &str| Error::log_corruption(lsn, format!("bad page image: {why}"));
+        if payload.len() < IMAGE_HEADER_BYTES {
+            return Err(bad("shorter than its header"));
+        }
+        let word = |i: usize| u32::from_le_bytes(payload[i..i + 4].try_into().expect("4 bytes"));
+        let (flags, hole_off, hole_len) = (word(0), word(4) as usize, word(8) as usize);
+        if flags & !SELF_LSN != 0 {
+            return Err(bad("unknown flags"));
+        }
+        let bytes = &payload[IMAGE_HEADER_BYTES..];
+        if hole_off.checked_add(hole_len).is_none_or(|e| e > page_size)
+            || bytes.len() + hole_len != page_size
+            || page_size < header::HEADER_SIZE
+        {
+            return Err(bad(&format!(
+                "{} bytes and a {hole_len}-byte hole at {hole_off} do not make a {page_size}-byte page",
+                bytes.len()
+            )));
+        }
+        Ok(ImageView {
+            flags,
+            hole_off,
+            hole_len,
+            bytes,
+        })
+    }
+
+    /// Writes the page image into `dst` (`page_size` bytes) and, for a `SELF_LSN` image,
+    /// sets its page LSN to `lsn`, the LSN of the record carrying it.
+    pub fn write_to(&self, dst: &mut impl crate::page::PageWrite, lsn: Lsn) {
+        dst.write_from(0, &self.bytes[..self.hole_off]);
+        dst.fill(self.hole_off..self.hole_off + self.hole_len, 0);
+        dst.write_from(self.hole_off + self.hole_len, &self.bytes[self.hole_off..]);
+        if self.flags & SELF_LSN != 0 {
+            header::set_page_lsn(dst, lsn);
+        }
+    }
+
+    /// The image's base LSN (see the module doc), for the record at `lsn`.
+    pub fn base_lsn(&self, lsn: Lsn) -> Lsn {
+        if self.flags & SELF_LSN != 0 {
+            return lsn;
+        }
+        // The page LSN lies in the header: rebuild just its first HEADER_SIZE bytes.
+        let mut head = [0u8; header::HEADER_SIZE];
+        for (i, b) in head.iter_mut().enumerate() {
+            *b = if i < self.hole_off {
+                self.bytes[i]
+            } else if i < self.hole_off + self.hole_len {
+                0
+            } else {
+                self.bytes[i - self.hole_len]
+            };
+        }
+        header::page_lsn(&head[..])
+    }
+}

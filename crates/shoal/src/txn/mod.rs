@@ -1,0 +1,491 @@
+//! # Transactions (skeleton) and the WAL-logged page change
+//!
+//! Job: give changes to pages a transaction — an id, a previous-LSN chain of log records,
+//! commit (durable per [`Durability`](crate::log::Durability)) and abort (undo along the
+//! chain with compensation records) — and make every page change in one fixed, logged
+//! sequence (DESIGN.md §3.5–3.8; STYLE.md practice 3). Locks come with the lock-manager issue;
+//! until then callers keep concurrent transactions off each other's records.
+//!
+//! ```text
+//!  begin ─► (first change: register in the table) ─► change … change ─► commit ─► wait_durable
+//!                                                          └──────────► abort ─► undo chain ─► End
+//!  change(page X-latched):  image if clean ─► check ─► apply redo ─► append ─► page LSN
+//! ```
+//!
+//! ## Rules
+//! 1. **A change is made by applying its own redo record** ([`ResourceManager::redo`]), so
+//!    what the log says and what the page holds cannot differ, and redo runs the same code.
+//! 2. **Check before change.** The record is checked as appendable
+//!    ([`LogManager::check_append`]) and the manager checks the payload before changing a
+//!    byte; if the append still fails after the page changed (the log failed meanwhile), the
+//!    buffer pool is failed too, so the unlogged change can never reach the disk.
+//! 3. **Torn-page rule** (full-page images, DESIGN.md §3.2): before a page that is clean in the
+//!    pool is changed, its current image is logged ([`image`]), after the page is marked
+//!    dirty (so its recovery LSN is at or below the image). Every page that a crash can find
+//!    torn was written while dirty, hence has an image at or after the redo LSN of any later
+//!    checkpoint, and redo installs that image instead of reading the torn copy.
+//! 4. **Roles as types**: user transactions write `Update` records (redo + undo); system
+//!    transactions ([`TxnManager::begin_system`]) write redo-only `SystemRedo` records and
+//!    commit without waiting; compensation records are written only by
+//!    [`UndoContext::compensate`], whose `undo_next_lsn` skips what they undid.
+//! 5. A transaction is registered in the active table before its first record is appended
+//!    and leaves it after its `Commit` or `End` record; a checkpoint keeps the log from the
+//!    lowest first LSN in the table, so restart's analysis sees every record of every
+//!    transaction that may need undo.
+//! 6. A `Commit` record ends a transaction (no `End` follows it); a rollback ends with `End`.
+//! 7. **Sticky failure**: after a log or data-file write or sync failure, commit returns
+//!    [`Error::LogFailed`] / [`Error::PoolFailed`] until the database is reopened and
+//!    recovered.
+//!
+//! ## Latching
+//! A change holds the X latch of its one page from the image through the page-LSN store;
+//! the active table's shard mutexes are never held while latching a page or waiting for I/O.
+//!
+//! ## Not done here
+//! Locking and isolation, savepoints (lock-manager issue); reading a rolled-back transaction's
+//! records from the insert buffer instead of forcing the log first.
+
+mod image;
+mod rm;
+mod table;
+
+pub use image::{ImageView, IMAGE_HEADER_BYTES, SELF_LSN};
+pub use rm::{ResourceManager, Resources, RM_KVSTORE};
+
+use crate::buffer::{BufferPool, ExclusiveGuard};
+use crate::error::{Error, Result};
+use crate::log::record::{LogRecord, RecordKind, RecordRole};
+use crate::log::LogManager;
+use crate::types::{Lsn, PageId, TxnId};
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
+pub(crate) use table::TxnEntry;
+use table::TxnTable;
+
+/// Creates transactions over one log and buffer pool and keeps the table of active ones.
+pub struct TxnManager {
+    log: Arc<LogManager>,
+    pool: Arc<BufferPool>,
+    resources: Resources,
+    next_id: AtomicU64,
+    table: TxnTable,
+}
+
+impl TxnManager {
+    /// A transaction manager whose first transaction id is 1.
+    pub fn new(log: Arc<LogManager>, pool: Arc<BufferPool>, resources: Resources) -> TxnManager {
+        TxnManager {
+            log,
+            pool,
+            resources,
+            next_id: AtomicU64::new(1),
+            table: TxnTable::new(),
+        }
+    }
+
+    /// The log.
+    pub fn log(&self) -> &Arc<LogManager> {
+        &self.log
+    }
+
+    /// The buffer pool.
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    /// The resource managers.
+    pub fn resources(&self) -> &Resources {
+        &self.resources
+    }
+
+    /// Makes ids up to `id` used (restart calls it with the highest id found in the log).
+    pub fn reserve_ids_through(&self, id: TxnId) {
+        self.next_id.fetch_max(id.0 + 1, Relaxed);
+    }
+
+    /// Starts a user transaction. Costs one atomic increment; nothing is logged or registered
+    /// until its first change.
+    pub fn begin(&self) -> Transaction<'_> {
+        self.start(false)
+    }
+
+    /// Starts a system transaction (nested top action, DESIGN.md §3.6): its changes are
+    /// redo-only and it commits on its own, without waiting for durability (a later commit
+    /// that depends on it forces the log past it anyway).
+    pub fn begin_system(&self) -> Transaction<'_> {
+        self.start(true)
+    }
+
+    fn start(&self, system: bool) -> Transaction<'_> {
+        Transaction {
+            mgr: self,
+            id: TxnId(self.next_id.fetch_add(1, Relaxed)),
+            entry: None,
+            system,
+            finished: false,
+        }
+    }
+
+    /// The lowest first LSN of the active transactions, [`Lsn::MAX`] if none has logged.
+    pub fn oldest_first_lsn(&self) -> Lsn {
+        self.table.oldest_first_lsn()
+    }
+
+    /// Number of active transactions that have logged something.
+    pub fn active_count(&self) -> usize {
+        self.table.len()
+    }
+
+    /// `Err` if the log or the pool has failed (rule 7).
+    fn check_healthy(&self) -> Result<()> {
+        if let Some(f) = self.pool.failure() {
+            return Err(Error::PoolFailed {
+                first_failure: f.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Registers a transaction continued by restart (a loser to roll back).
+    pub(crate) fn adopt(&self, id: TxnId, first_lsn: Lsn, last_lsn: Lsn) -> Arc<TxnEntry> {
+        let e = Arc::new(TxnEntry {
+            id,
+            first_lsn,
+            last_lsn: AtomicU64::new(last_lsn.0),
+        });
+        self.table.insert(e.clone());
+        self.reserve_ids_through(id);
+        e
+    }
+
+    /// Appends the `End` record of `entry` and removes it from the table.
+    pub(crate) fn end(&self, entry: &TxnEntry) -> Result<()> {
+        let lsn = self.log.append(&LogRecord {
+            kind: RecordKind::End,
+            txn_id: entry.id,
+            prev_lsn: entry.last(),
+            page_id: PageId::INVALID,
+            undo_next_lsn: Lsn::ZERO,
+            redo: Vec::new(),
+            undo: Vec::new(),
+        })?;
+        entry.set_last(lsn);
+        self.table.remove(entry.id);
+        Ok(())
+    }
+
+    /// Makes one WAL-logged change to the X-latched `page` (rules 1–3): logs an image if the
+    /// page is clean, applies `rec.redo`, appends `rec`, sets the page LSN. Returns the
+    /// record's LSN.
+    ///
+    /// # Errors
+    /// The log's errors ([`Error::LogFailed`], [`Error::InvalidArgument`] for an oversized
+    /// record) with the page unchanged; the resource manager's check errors with the page
+    /// unchanged.
+    pub(crate) fn log_change(&self, page: &mut ExclusiveGuard<'_>, rec: &LogRecord) -> Result<Lsn> {
+        debug_assert_eq!(page.page_id(), rec.page_id);
+        self.log.check_append(rec)?;
+        self.ensure_image(page)?;
+        let pid = page.page_id();
+        self.resources
+            .redo(self.log.end_lsn(), pid, &rec.redo, &mut page.page_mut())?;
+        match self.log.append(rec) {
+            Ok(lsn) => {
+                page.set_page_lsn(lsn);
+                Ok(lsn)
+            }
+            Err(e) => {
+                // Rule 2: the page holds a change the log does not; it must never be written.
+                self.pool
+                    .fail(format!("page {pid} changed but its log record failed: {e}"));
+                Err(e)
+            }
+        }
+    }
+
+    /// Rule 3: logs the image of `page` if it is clean (marking it dirty first).
+    pub(crate) fn ensure_image(&self, page: &mut ExclusiveGuard<'_>) -> Result<()> {
+        if page.is_dirty() {
+            return Ok(());
+        }
+        page.mark_dirty();
+        self.append_image(page, 0).map(|_| ())
+    }
+
+    /// Appends an image of `page` (flags as in [`image`]); returns its LSN.
+    pub(crate) fn append_image(&self, page: &ExclusiveGuard<'_>, flags: u32) -> Result<Lsn> {
+        self.log.append(&LogRecord {
+            kind: RecordKind::PageImage,
+            txn_id: TxnId::NONE,
+            prev_lsn: Lsn::ZERO,
+            page_id: page.page_id(),
+            undo_next_lsn: Lsn::ZERO,
+            redo: image::encode(page.bytes(), flags),
+            undo: Vec::new(),
+        })
+    }
+
+    /// Undoes the record of `entry` at `lsn` (one step of a rollback) and returns the LSN of
+    /// the next record to look at ([`Lsn::ZERO`] when the chain is done). Shared by abort and
+    /// restart's undo pass.
+    ///
+    /// # Errors
+    /// Log read errors; the resource manager's undo errors.
+    pub(crate) fn undo_step(&self, entry: &TxnEntry, lsn: Lsn) -> Result<Lsn> {
+        let rec = self.log.read_record(lsn)?;
+        if rec.txn_id != entry.id {
+            return Err(Error::log_corruption(
+                lsn,
+                format!(
+                    "record of transaction {} on the chain of transaction {}",
+                    rec.txn_id, entry.id
+                ),
+            ));
+        }
+        Ok(match rec.kind.role() {
+            RecordRole::Undoable => {
+                let rm = self.resources.for_payload(lsn, &rec.redo)?.clone();
+                let mut ctx = UndoContext {
+                    mgr: self,
+                    entry,
+                    undo_next: rec.prev_lsn,
+                };
+                rm.undo(&mut ctx, &rec)?;
+                rec.prev_lsn
+            }
+            RecordRole::Compensation => rec.undo_next_lsn,
+            RecordRole::Control | RecordRole::RedoOnly => rec.prev_lsn,
+        })
+    }
+}
+
+impl std::fmt::Debug for TxnManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxnManager")
+            .field("next_id", &self.next_id.load(Relaxed))
+            .field("active", &self.table.len())
+            .finish()
+    }
+}
+
+/// What an undo may do: make compensating changes, each logged as a compensation record of
+/// the rolling-back transaction (rule 4). Made only by the rollback code.
+pub struct UndoContext<'a> {
+    mgr: &'a TxnManager,
+    entry: &'a TxnEntry,
+    undo_next: Lsn,
+}
+
+impl UndoContext<'_> {
+    /// Applies the redo payload `redo` to page `page_id` as a compensation record whose
+    /// `undo_next_lsn` is the undone record's previous LSN.
+    ///
+    /// # Errors
+    /// Buffer pool errors fixing the page; those of the change itself (log failure, a
+    /// payload the resource manager refuses).
+    pub fn compensate(&mut self, page_id: PageId, redo: Vec<u8>) -> Result<()> {
+        let mut page = self.mgr.pool.fix_exclusive(page_id)?;
+        let rec = LogRecord {
+            kind: RecordKind::Compensation,
+            txn_id: self.entry.id,
+            prev_lsn: self.entry.last(),
+            page_id,
+            undo_next_lsn: self.undo_next,
+            redo,
+            undo: Vec::new(),
+        };
+        let lsn = self.mgr.log_change(&mut page, &rec)?;
+        self.entry.set_last(lsn);
+        Ok(())
+    }
+
+    /// The buffer pool (for a logical undo that must find its page).
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.mgr.pool
+    }
+}
+
+/// One transaction. Not shared between threads; dropping it without
+/// [`Transaction::commit`] rolls it back.
+pub struct Transaction<'m> {
+    mgr: &'m TxnManager,
+    id: TxnId,
+    entry: Option<Arc<TxnEntry>>,
+    system: bool,
+    finished: bool,
+}
+
+impl<'m> Transaction<'m> {
+    /// The transaction's id.
+    pub fn id(&self) -> TxnId {
+        self.id
+    }
+
+    /// True for a system transaction.
+    pub fn is_system(&self) -> bool {
+        self.system
+    }
+
+    /// The manager this transaction belongs to.
+    pub fn manager(&self) -> &'m TxnManager {
+        self.mgr
+    }
+
+    fn entry(&mut self) -> &Arc<TxnEntry> {
+        let mgr = self.mgr;
+        let id = self.id;
+        self.entry.get_or_insert_with(|| {
+            // Rule 5: registered before the first record; the end read now bounds it below.
+            let e = Arc::new(TxnEntry {
+                id,
+                first_lsn: mgr.log.end_lsn(),
+                last_lsn: AtomicU64::new(0),
+            });
+            mgr.table.insert(e.clone());
+            e
+        })
+    }
+
+    /// Changes the X-latched `page` by the redo payload `redo` (first byte: the resource
+    /// manager id), logged with `undo` (the redo payload of the compensating change, for the
+    /// default page-oriented undo). System transactions must pass an empty `undo`.
+    /// Returns the record's LSN.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an undo payload in a system transaction or after commit;
+    /// otherwise as the change sequence (module doc rules 1–3): the resource manager's refusal
+    /// or a log failure, with the page unchanged.
+    pub fn change(
+        &mut self,
+        page: &mut ExclusiveGuard<'_>,
+        redo: Vec<u8>,
+        undo: Vec<u8>,
+    ) -> Result<Lsn> {
+        if self.finished {
+            return Err(Error::invalid("txn", "the transaction has ended"));
+        }
+        let kind = if self.system {
+            if !undo.is_empty() {
+                return Err(Error::invalid(
+                    "undo",
+                    "system transactions are redo-only (rule 4)",
+                ));
+            }
+            RecordKind::SystemRedo
+        } else {
+            RecordKind::Update
+        };
+        let mgr = self.mgr;
+        let entry = self.entry().clone();
+        let rec = LogRecord {
+            kind,
+            txn_id: self.id,
+            prev_lsn: entry.last(),
+            page_id: page.page_id(),
+            undo_next_lsn: Lsn::ZERO,
+            redo,
+            undo,
+        };
+        let lsn = mgr.log_change(page, &rec)?;
+        entry.set_last(lsn);
+        Ok(lsn)
+    }
+
+    /// Logs the just-initialised contents of a newly allocated, X-latched `page` as an image
+    /// whose page LSN is its own LSN (a page "format"), so redo rebuilds it without reading
+    /// the page. Returns the record's LSN.
+    ///
+    /// # Errors
+    /// [`Error::LogFailed`]; [`Error::InvalidArgument`] after the transaction ended.
+    pub fn log_new_page(&mut self, page: &mut ExclusiveGuard<'_>) -> Result<Lsn> {
+        if self.finished {
+            return Err(Error::invalid("txn", "the transaction has ended"));
+        }
+        let _ = self.entry();
+        page.mark_dirty();
+        let lsn = self.mgr.append_image(page, SELF_LSN)?;
+        page.set_page_lsn(lsn);
+        Ok(lsn)
+    }
+
+    /// Commits: appends the `Commit` record and, for a user transaction, waits as the log's
+    /// durability option says. A transaction that changed nothing logs nothing.
+    ///
+    /// # Errors
+    /// [`Error::PoolFailed`] or [`Error::LogFailed`] after a write or sync failure (rule 7):
+    /// the transaction is then not known to be committed, and restart decides.
+    pub fn commit(mut self) -> Result<()> {
+        self.finished = true;
+        let Some(entry) = self.entry.take() else {
+            return Ok(());
+        };
+        let mgr = self.mgr;
+        mgr.check_healthy()?;
+        let lsn = mgr.log.append(&LogRecord {
+            kind: RecordKind::Commit,
+            txn_id: self.id,
+            prev_lsn: entry.last(),
+            page_id: PageId::INVALID,
+            undo_next_lsn: Lsn::ZERO,
+            redo: Vec::new(),
+            undo: Vec::new(),
+        })?;
+        entry.set_last(lsn);
+        mgr.table.remove(self.id);
+        if self.system {
+            Ok(())
+        } else {
+            mgr.log.commit(lsn)
+        }
+    }
+
+    /// Rolls back: appends `Abort`, undoes every change along the previous-LSN chain writing
+    /// compensation records, then appends `End`.
+    ///
+    /// # Errors
+    /// Log and buffer-pool errors; the rollback then stops and restart finishes it.
+    pub fn abort(mut self) -> Result<()> {
+        self.rollback()
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        self.finished = true;
+        let Some(entry) = self.entry.take() else {
+            return Ok(());
+        };
+        let mgr = self.mgr;
+        let lsn = mgr.log.append(&LogRecord {
+            kind: RecordKind::Abort,
+            txn_id: self.id,
+            prev_lsn: entry.last(),
+            page_id: PageId::INVALID,
+            undo_next_lsn: Lsn::ZERO,
+            redo: Vec::new(),
+            undo: Vec::new(),
+        })?;
+        entry.set_last(lsn);
+        let mut next = lsn;
+        while next != Lsn::ZERO {
+            next = mgr.undo_step(&entry, next)?;
+        }
+        mgr.end(&entry)
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Best effort; if it fails the database has failed and restart rolls it back.
+            let _ = self.rollback();
+        }
+    }
+}
+
+impl std::fmt::Debug for Transaction<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("id", &self.id)
+            .field("system", &self.system)
+            .finish()
+    }
+}
