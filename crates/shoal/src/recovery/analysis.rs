@@ -57,12 +57,9 @@ pub(crate) fn analyse(txns: &TxnManager) -> Result<Analysis> {
                 RecordKind::Commit | RecordKind::End => {
                     a.losers.remove(&rec.txn_id);
                 }
-                _ => {
-                    let l = a.losers.entry(rec.txn_id).or_insert(Loser {
-                        first_lsn: lsn,
-                        last_lsn: lsn,
-                    });
-                    if rec.prev_lsn != l.last_lsn && rec.prev_lsn != Lsn::ZERO {
+                _ => match a.losers.get_mut(&rec.txn_id) {
+                    // The chain must continue where it stopped.
+                    Some(l) if rec.prev_lsn != l.last_lsn => {
                         return Err(Error::log_corruption(
                             lsn,
                             format!(
@@ -72,8 +69,20 @@ pub(crate) fn analyse(txns: &TxnManager) -> Result<Analysis> {
                             ),
                         ));
                     }
-                    l.last_lsn = lsn;
-                }
+                    Some(l) => l.last_lsn = lsn,
+                    // First record seen. Its predecessors may lie before the start if the
+                    // transaction committed before the checkpoint that moved the start (its
+                    // Commit follows); a loser's predecessors are never dropped (rule 1).
+                    None => {
+                        a.losers.insert(
+                            rec.txn_id,
+                            Loser {
+                                first_lsn: lsn,
+                                last_lsn: lsn,
+                            },
+                        );
+                    }
+                },
             }
         }
         match rec.kind {
