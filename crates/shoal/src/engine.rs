@@ -74,7 +74,9 @@ impl Engine {
         } else {
             SpaceManager::open(pool.clone())?
         };
-        let txns = TxnManager::new(log, pool, Resources::default());
+        let mut resources = Resources::default();
+        resources.register(Arc::new(crate::kvstore::KvStoreRm));
+        let txns = TxnManager::new(log, pool, resources);
         let restart = recovery::restart(&txns)?;
         Ok(Engine {
             txns,

@@ -4,17 +4,25 @@
 //! or SQLite). It is built bottom-up from the components of `DESIGN.md` §2:
 //!
 //! ```text
-//!   buffer pool (buffer) ──► space manager (space)
+//!   engine (Engine: open = restart, close, checkpoint)
+//!        │
+//!   recovery (ARIES restart, checkpoints) ──► txn (transactions, logged page changes, images)
+//!        │                                        │        ▲ resource managers: kvstore (test AM)
+//!        ▼                                        ▼
+//!   buffer pool (buffer) ──► space manager (space)      log (log) ◄── WAL hook of the pool
 //!        │   page format (page)
 //!        ▼
-//!   storage I/O (io): data files, fault injection
+//!   storage I/O (io): data files, log segments, fault injection
 //!   synchronisation (sync): hybrid latches          statistics (stats)
 //! ```
 //!
 //! Lower layers never import higher ones: `sync` and `io` import nothing of Shoal but
 //! [`error`] and [`types`]; `page` uses `sync`-free byte access; `buffer` uses `io`, `page`,
-//! `sync` and `stats`; `space` uses `buffer`.
-//!
+//! `sync` and `stats` (and sees the log only through its `WalHook` trait); `space` uses
+//! `buffer`; `log` uses `io` and implements the pool's hook; `txn` uses `log` and `buffer`;
+//! `recovery` uses `txn`; `engine` wires them together and registers the resource managers
+//! of the access methods (`kvstore` now, the B-tree later), which sit on `txn`.
+
 //! The guiding principles (DESIGN.md §1, from the Shore-MT paper, Johnson et al., EDBT 2009):
 //! no global mutex on any per-operation path; hot spots removed even when read-mostly; never
 //! wait for a lock while holding a latch; never do I/O while holding anything other threads

@@ -32,9 +32,12 @@ use crate::error::{Error, Result};
 use crate::page::slotted::{self, Slotted, SlottedMut};
 use crate::page::{AtomicBytesMut, PageRead, PageType};
 use crate::space::SpaceManager;
-use crate::txn::{ResourceManager, Transaction, RM_KVSTORE};
+use crate::txn::{ResourceManager, Transaction};
 use crate::types::{Lsn, PageId};
 use std::sync::Arc;
+
+/// Resource manager id of the kvstore (first byte of its redo payloads; fixed forever).
+pub const RM_KVSTORE: u8 = 1;
 
 const OP_ADD: u8 = 1;
 const OP_PUT: u8 = 2;
@@ -101,14 +104,15 @@ impl KvStore {
             let mut meta = Vec::with_capacity(8);
             meta.extend_from_slice(&(value_len as u32).to_le_bytes());
             meta.extend_from_slice(&(buckets as u32).to_le_bytes());
-            let mut page = g.page_mut();
-            let mut s = slotted::init(&mut page, root, PageType::Slotted, 0);
-            let full = |_| bad_arg("buckets", "root page too small for the bucket list");
-            s.push(&meta)?.map_err(full)?;
-            for b in &bucket_ids {
-                s.push(&b.0.to_le_bytes())?.map_err(full)?;
+            {
+                let mut page = g.page_mut();
+                let mut s = slotted::init(&mut page, root, PageType::Slotted, 0);
+                let full = |_| bad_arg("buckets", "root page too small for the bucket list");
+                s.push(&meta)?.map_err(full)?;
+                for b in &bucket_ids {
+                    s.push(&b.0.to_le_bytes())?.map_err(full)?;
+                }
             }
-            drop(page);
             sys.log_new_page(&mut g)?;
         }
         sys.commit()?;

@@ -16,8 +16,9 @@
 //! window), [`LogManager`] (flusher, group commit, durability, sticky failure; its module
 //! doc lists the invariants).
 //!
-//! Not done here yet (log issue): ARIES restart (analysis, redo, undo), checkpoints,
-//! full-page images for torn data pages, and transactions; segment files are not preallocated.
+//! What the records mean is decided above this layer: transactions and full-page images in
+//! [`crate::txn`], restart and checkpoints in [`crate::recovery`]. Not done here: segment
+//! files are not preallocated.
 
 mod anchor;
 mod buffer;

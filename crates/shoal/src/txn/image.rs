@@ -86,7 +86,9 @@ impl<'a> ImageView<'a> {
             return Err(bad("unknown flags"));
         }
         let bytes = &payload[IMAGE_HEADER_BYTES..];
-        if hole_off.checked_add(hole_len).is_none_or(|e| e > page_size)
+        if hole_off
+            .checked_add(hole_len)
+            .map_or(true, |e| e > page_size)
             || bytes.len() + hole_len != page_size
             || page_size < header::HEADER_SIZE
         {

@@ -45,12 +45,12 @@
 //! Locking and isolation, savepoints (lock-manager issue); reading a rolled-back transaction's
 //! records from the insert buffer instead of forcing the log first.
 
-mod image;
+pub mod image;
 mod rm;
 mod table;
 
 pub use image::{ImageView, IMAGE_HEADER_BYTES, SELF_LSN};
-pub use rm::{ResourceManager, Resources, RM_KVSTORE};
+pub use rm::{ResourceManager, Resources};
 
 use crate::buffer::{BufferPool, ExclusiveGuard};
 use crate::error::{Error, Result};

@@ -1,6 +1,6 @@
 //! Resource managers: the components whose log records change pages (the test access method
-//! [`crate::kvstore`] now, the B-tree later). Redo and undo dispatch on the first byte of a
-//! record's redo payload, the resource manager id.
+//! `kvstore` now, the B-tree later). Redo and undo dispatch on the first byte of a record's
+//! redo payload, the resource manager id. Ids: 1 = kvstore (`kvstore::RM_KVSTORE`).
 
 use super::UndoContext;
 use crate::error::{Error, Result};
@@ -8,9 +8,6 @@ use crate::log::record::LogRecord;
 use crate::page::AtomicBytesMut;
 use crate::types::{Lsn, PageId};
 use std::sync::Arc;
-
-/// Id byte of the kvstore resource manager ([`crate::kvstore`]).
-pub const RM_KVSTORE: u8 = 1;
 
 /// A component whose log records change pages. Implementations are stateless (all state is in
 /// pages), so one instance serves every database.
@@ -60,13 +57,11 @@ pub struct Resources {
 }
 
 impl Default for Resources {
-    /// The built-in resource managers ([`crate::kvstore::KvStoreRm`]).
+    /// No resource managers (the engine registers the built-in ones).
     fn default() -> Self {
-        let mut r = Resources {
+        Resources {
             by_id: vec![None; 256],
-        };
-        r.register(Arc::new(crate::kvstore::KvStoreRm));
-        r
+        }
     }
 }
 

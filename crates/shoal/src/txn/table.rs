@@ -30,9 +30,11 @@ impl TxnEntry {
     }
 }
 
+type Shard = CachePadded<Mutex<HashMap<u64, Arc<TxnEntry>>>>;
+
 /// Active transactions with log records, by id.
 pub(crate) struct TxnTable {
-    shards: Box<[CachePadded<Mutex<HashMap<u64, Arc<TxnEntry>>>>]>,
+    shards: Box<[Shard]>,
 }
 
 impl TxnTable {
