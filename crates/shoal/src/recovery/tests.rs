@@ -241,3 +241,60 @@ fn a_torn_data_page_is_rebuilt_from_its_image() {
         "{err}"
     );
 }
+
+/// Transaction rule 7 / issue 3 item 6: after a failed log sync every commit fails with a
+/// clear error until the database is reopened and recovered; after a failed data-file sync
+/// likewise (the pool refuses writes and commits).
+#[test]
+fn a_failed_sync_is_sticky_until_reopen() {
+    use crate::io::{FaultKind, FaultRule, OpClass};
+    for (file, want) in [("log-", "log refuses"), ("data", "buffer pool refuses")] {
+        let disk = FaultStorage::new(FaultConfig::new(6)).unwrap();
+        let root;
+        {
+            let e = open(&disk);
+            root = create_store(&e, 2);
+            let kv = KvStore::open(e.pool().clone(), root).unwrap();
+            let mut t = e.begin();
+            kv.insert(&mut t, 1, &val(1)).unwrap();
+            t.commit().unwrap();
+            disk.arm(FaultRule::nth(FaultKind::Eio, OpClass::Sync, 1).on_files(file))
+                .unwrap();
+            // The log syncs at every commit; the data file at a checkpoint.
+            let mut t = e.begin();
+            kv.insert(&mut t, 2, &val(2)).unwrap();
+            let first = if file == "data" {
+                let err = e.checkpoint().unwrap_err();
+                let refused = t.commit().unwrap_err();
+                assert!(refused.to_string().contains(want), "{refused}");
+                err
+            } else {
+                t.commit().unwrap_err()
+            };
+            assert!(first.to_string().contains("I/O error"), "{first}");
+            disk.disarm_all();
+            for k in 3..6 {
+                let mut t = e.begin();
+                let r = kv.insert(&mut t, k, &val(k)).and_then(|()| t.commit());
+                let err = r.unwrap_err();
+                assert!(err.to_string().contains(want), "{file}: {err}");
+            }
+            disk.crash_now();
+        }
+        disk.restart();
+        let e = open(&disk);
+        let kv = KvStore::open(e.pool().clone(), root).unwrap();
+        assert_eq!(kv.get(1).unwrap(), Some(val(1).to_vec()));
+        for k in 3..6 {
+            assert_eq!(
+                kv.get(k).unwrap(),
+                None,
+                "{file}: key {k} of a refused commit"
+            );
+        }
+        let mut t = e.begin();
+        kv.insert(&mut t, 10, &val(10)).unwrap();
+        t.commit().unwrap();
+        e.close().unwrap();
+    }
+}
