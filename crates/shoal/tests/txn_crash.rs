@@ -223,9 +223,20 @@ fn transactions_survive_a_crash_at_each_of_the_first_300_points() {
 /// random (catches code that assumes an unsynced write is *not* on disk).
 #[test]
 fn transactions_survive_300_random_crashes() {
+    random_crashes(300, 42);
+}
+
+/// The long variant (`cargo test --release -p shoal --test txn_crash -- --ignored`).
+#[test]
+#[ignore]
+fn transactions_survive_5000_random_crashes() {
+    random_crashes(5000, 4242);
+}
+
+fn random_crashes(count: u64, seed: u64) {
     let n = crash_points();
-    let mut rng = StdRng::seed_from_u64(42);
-    for i in 0..300u64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    for i in 0..count {
         let k = rng.random_range(1..=n);
         let kind = if i % 2 == 0 {
             FaultKind::TornWrite

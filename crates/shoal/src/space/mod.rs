@@ -112,6 +112,10 @@ impl SpaceManager {
         }
         let ps = pool.page_size();
         file.set_len(EXTENT_PAGES * ps as u64)?;
+        // Invariant 3: the length is durable before a header that records it can be (a
+        // crash that kept the header write but not the extension left a header naming pages
+        // the file did not have; found by the transaction crash matrix).
+        file.sync_data()?;
         {
             let mut h = pool.fix_new(PageId(0), PageType::FileHeader)?;
             FileHeader {
@@ -124,6 +128,9 @@ impl SpaceManager {
             let mut m = pool.fix_new(PageId(1), PageType::SpaceMap)?;
             map::init(&mut m.page_mut(), 0);
         }
+        // The header is the commit point of creation: the map is durable before it.
+        pool.flush_page(PageId(1))?;
+        pool.sync()?;
         pool.flush_all()?;
         Ok(SpaceManager::new(pool, EXTENT_PAGES))
     }
