@@ -27,7 +27,7 @@
 //! ## Not done here
 //! Locking: concurrent transactions must use disjoint keys (the lock manager comes later).
 
-use crate::buffer::BufferPool;
+use crate::buffer::{BufferPool, ExclusiveGuard};
 use crate::error::{Error, Result};
 use crate::page::slotted::{self, Slotted, SlottedMut};
 use crate::page::{AtomicBytesMut, PageRead, PageType};
@@ -210,14 +210,7 @@ impl KvStore {
     /// room; [`Error::InvalidArgument`] for a value of the wrong length; log and buffer errors.
     pub fn insert(&self, txn: &mut Transaction<'_>, key: u64, value: &[u8]) -> Result<()> {
         self.check_value(value)?;
-        let mut g = self.pool.fix_exclusive(self.bucket_of(key))?;
-        let old = {
-            let v = Slotted::open(g.bytes())?;
-            match find(&v, key)? {
-                Ok(slot) => Some(v.get(slot)?),
-                Err(_) => None,
-            }
-        };
+        let (mut g, old) = self.fix_record(key)?;
         match old {
             Some(r) if r[8] == 1 => Err(Error::DuplicateKey {
                 index: format!("kvstore {}", self.root),
@@ -261,20 +254,24 @@ impl KvStore {
         })
     }
 
+    /// X-latches the bucket of `key` and returns it with `key`'s record (ghost or live), if any.
+    fn fix_record(&self, key: u64) -> Result<(ExclusiveGuard<'_>, Option<Vec<u8>>)> {
+        let g = self.pool.fix_exclusive(self.bucket_of(key))?;
+        let v = Slotted::open(g.bytes())?;
+        let old = match find(&v, key)? {
+            Ok(slot) => Some(v.get(slot)?),
+            Err(_) => None,
+        };
+        Ok((g, old))
+    }
+
     fn change_live(
         &self,
         txn: &mut Transaction<'_>,
         key: u64,
         make: impl FnOnce(&[u8]) -> (Vec<u8>, Vec<u8>),
     ) -> Result<bool> {
-        let mut g = self.pool.fix_exclusive(self.bucket_of(key))?;
-        let old = {
-            let v = Slotted::open(g.bytes())?;
-            match find(&v, key)? {
-                Ok(slot) => Some(v.get(slot)?),
-                Err(_) => None,
-            }
-        };
+        let (mut g, old) = self.fix_record(key)?;
         match old {
             Some(r) if r[8] == 1 => {
                 let (redo, undo) = make(&r[RECORD_PREFIX..]);

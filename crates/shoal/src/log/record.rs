@@ -175,6 +175,22 @@ pub struct LogRecord {
     pub undo: Vec<u8>,
 }
 
+impl LogRecord {
+    /// A record that changes no page (transaction and checkpoint bookkeeping): no page id, no
+    /// undo payload, no undo-next LSN.
+    pub fn control(kind: RecordKind, txn_id: TxnId, prev_lsn: Lsn, redo: Vec<u8>) -> LogRecord {
+        LogRecord {
+            kind,
+            txn_id,
+            prev_lsn,
+            page_id: PageId::INVALID,
+            undo_next_lsn: Lsn::ZERO,
+            redo,
+            undo: Vec::new(),
+        }
+    }
+}
+
 /// A decoded record that borrows its payloads from the decoded bytes (no copy).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordView<'a> {

@@ -53,7 +53,7 @@ mod redo;
 use crate::error::Result;
 use crate::log::record::{LogRecord, RecordKind};
 use crate::txn::TxnManager;
-use crate::types::{Lsn, PageId, TxnId};
+use crate::types::{Lsn, TxnId};
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
@@ -161,15 +161,7 @@ pub struct CheckpointInfo {
 /// afterwards).
 pub fn checkpoint(txns: &TxnManager) -> Result<CheckpointInfo> {
     let log = txns.log();
-    let control = |kind, redo: Vec<u8>| LogRecord {
-        kind,
-        txn_id: TxnId::NONE,
-        prev_lsn: Lsn::ZERO,
-        page_id: PageId::INVALID,
-        undo_next_lsn: Lsn::ZERO,
-        redo,
-        undo: Vec::new(),
-    };
+    let control = |kind, redo| LogRecord::control(kind, TxnId::NONE, Lsn::ZERO, redo);
     let begin = log.append(&control(RecordKind::CheckpointBegin, Vec::new()))?;
     let redo_lsn = txns.pool().oldest_rec_lsn_now()?.min(begin);
     let start = redo_lsn.min(txns.oldest_first_lsn());

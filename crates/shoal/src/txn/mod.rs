@@ -160,15 +160,12 @@ impl TxnManager {
 
     /// Appends the `End` record of `entry` and removes it from the table.
     pub(crate) fn end(&self, entry: &TxnEntry) -> Result<()> {
-        let lsn = self.log.append(&LogRecord {
-            kind: RecordKind::End,
-            txn_id: entry.id,
-            prev_lsn: entry.last(),
-            page_id: PageId::INVALID,
-            undo_next_lsn: Lsn::ZERO,
-            redo: Vec::new(),
-            undo: Vec::new(),
-        })?;
+        let lsn = self.log.append(&LogRecord::control(
+            RecordKind::End,
+            entry.id,
+            entry.last(),
+            Vec::new(),
+        ))?;
         entry.set_last(lsn);
         self.table.remove(entry.id);
         Ok(())
@@ -421,15 +418,12 @@ impl<'m> Transaction<'m> {
         };
         let mgr = self.mgr;
         mgr.check_healthy()?;
-        let lsn = mgr.log.append(&LogRecord {
-            kind: RecordKind::Commit,
-            txn_id: self.id,
-            prev_lsn: entry.last(),
-            page_id: PageId::INVALID,
-            undo_next_lsn: Lsn::ZERO,
-            redo: Vec::new(),
-            undo: Vec::new(),
-        })?;
+        let lsn = mgr.log.append(&LogRecord::control(
+            RecordKind::Commit,
+            self.id,
+            entry.last(),
+            Vec::new(),
+        ))?;
         entry.set_last(lsn);
         mgr.table.remove(self.id);
         if self.system {
@@ -454,15 +448,12 @@ impl<'m> Transaction<'m> {
             return Ok(());
         };
         let mgr = self.mgr;
-        let lsn = mgr.log.append(&LogRecord {
-            kind: RecordKind::Abort,
-            txn_id: self.id,
-            prev_lsn: entry.last(),
-            page_id: PageId::INVALID,
-            undo_next_lsn: Lsn::ZERO,
-            redo: Vec::new(),
-            undo: Vec::new(),
-        })?;
+        let lsn = mgr.log.append(&LogRecord::control(
+            RecordKind::Abort,
+            self.id,
+            entry.last(),
+            Vec::new(),
+        ))?;
         entry.set_last(lsn);
         let mut next = lsn;
         while next != Lsn::ZERO {
