@@ -1,7 +1,9 @@
 //! # `shoal`: the command-line program
 //!
 //! One binary with subcommands (DESIGN.md §6). Today: `shoal bench buffer` and
-//! `shoal bench log`, the buffer-pool and write-ahead-log micro-benchmarks. `inspect`, `verify` and `stats` come with the components they need.
+//! `shoal bench log`, the buffer-pool and write-ahead-log micro-benchmarks, and
+//! `shoal bench recovery`, the time restart takes to replay a log after a crash. `inspect`,
+//! `verify` and `stats` come with the components they need.
 //!
 //! Conventions: results go to standard output, progress and errors to standard error; with
 //! `--json` standard output holds only JSON lines. A bad argument is reported by `clap` with
@@ -13,6 +15,7 @@ use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use shoal_bench::micro::buffer::{self, BufferBench, BufferConfig};
 use shoal_bench::micro::log::{self as logbench, LogBench, LogConfig};
+use shoal_bench::micro::recovery::{self, RecoveryBench, RecoveryConfig};
 use shoal_bench::output::{Output, OutputOptions};
 use shoal_bench::parse::{ByteSize, Seconds, ThreadList};
 use shoal_bench::runner::{run_micro, MicroBench, RunConfig};
@@ -52,6 +55,9 @@ enum Benchmark {
     /// Write-ahead-log micro-benchmark: record inserts, and commits under full (group
     /// commit) and lazy durability.
     Log(LogArgs),
+    /// Recovery benchmark: generates a log of key-value updates, crashes, and times the
+    /// restart (analysis, redo, undo) that replays it; checks every key afterwards.
+    Recovery(RecoveryArgs),
 }
 
 /// Settings every benchmark takes.
@@ -195,6 +201,66 @@ struct LogArgs {
     db_dir: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+struct RecoveryArgs {
+    /// Bytes of log to generate and replay: a number of MiB, or with a unit (B, KiB, MiB,
+    /// GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB")]
+    log_size: ByteSize,
+
+    /// Number of keys the updates are drawn from (uniformly).
+    #[arg(long, value_name = "N", default_value_t = recovery::KEYS_DEFAULT)]
+    keys: u64,
+
+    /// Value length in bytes (8 to 1024).
+    #[arg(long, value_name = "BYTES", default_value_t = recovery::VALUE_BYTES_DEFAULT)]
+    value_bytes: usize,
+
+    /// Updates per transaction.
+    #[arg(long, value_name = "N", default_value_t = recovery::UPDATES_PER_TXN_DEFAULT)]
+    updates_per_txn: u32,
+
+    /// Buffer pool size (it must hold every page of the keys): a number of MiB, or with a
+    /// unit.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB")]
+    pool_size: ByteSize,
+
+    /// Log segment size: a number of MiB, or with a unit.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    segment_size: ByteSize,
+
+    /// Log buffer size: a number of MiB, or with a unit.
+    #[arg(long, value_name = "SIZE", default_value = "16MiB")]
+    log_buffer_size: ByteSize,
+
+    /// Run the page cleaner while generating the log (more page images; redo skips the
+    /// records they cover).
+    #[arg(long)]
+    cleaner: bool,
+
+    /// Sync the files and drop them from the OS page cache before the restart, so the log is
+    /// read from the device.
+    #[arg(long)]
+    drop_caches: bool,
+
+    /// Create the temporary database directory under DIR (created if its parent exists)
+    /// instead of the system temporary directory; put it on the device to measure.
+    #[arg(long, value_name = "DIR")]
+    db_dir: Option<PathBuf>,
+
+    /// Seed of the key and value choices.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+
+    /// Print the result as one JSON object on standard output, and nothing else there.
+    #[arg(long)]
+    json: bool,
+
+    /// Write results.jsonl and report.md into DIR (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
 /// Parses `--page-size`: bytes, checked by the engine's own rule.
 fn parse_page_size(s: &str) -> Result<usize, String> {
     let n: usize = s
@@ -278,12 +344,38 @@ fn run_log(args: &LogArgs) -> shoal_bench::Result<()> {
     Ok(())
 }
 
+/// Runs the recovery benchmark: one generated log, one timed restart.
+fn run_recovery(args: &RecoveryArgs) -> shoal_bench::Result<()> {
+    let bench = RecoveryBench::new(RecoveryConfig {
+        log_size_bytes: args.log_size.bytes(),
+        keys: args.keys,
+        value_bytes: args.value_bytes,
+        updates_per_txn: args.updates_per_txn,
+        pool_size_bytes: args.pool_size.bytes(),
+        segment_size_bytes: args.segment_size.bytes(),
+        log_buffer_size_bytes: args.log_buffer_size.bytes(),
+        cleaner: args.cleaner,
+        drop_caches: args.drop_caches,
+        db_dir: args.db_dir.clone(),
+        seed: args.seed,
+    })?;
+    let mut output = Output::new(OutputOptions {
+        json: args.json,
+        out_dir: args.out.clone(),
+        command_line: command_line(),
+    })?;
+    bench.run(&mut output)?;
+    output.finish()?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Bench(b) => match &b.bench {
             Some(Benchmark::Buffer(args)) => run_buffer(args),
             Some(Benchmark::Log(args)) => run_log(args),
+            Some(Benchmark::Recovery(args)) => run_recovery(args),
             None => missing_benchmark(),
         },
     };
@@ -400,6 +492,44 @@ mod tests {
             let e = Cli::try_parse_from(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");
         }
+    }
+
+    #[test]
+    fn recovery_defaults_and_flags() {
+        let cli = Cli::try_parse_from(["shoal", "bench", "recovery"]).unwrap();
+        let Command::Bench(b) = cli.command;
+        let Some(Benchmark::Recovery(a)) = b.bench else {
+            panic!("recovery expected")
+        };
+        assert_eq!(a.log_size.bytes(), 1 << 30);
+        assert_eq!(a.keys, recovery::KEYS_DEFAULT);
+        assert_eq!(a.value_bytes, 100);
+        assert_eq!(a.pool_size.bytes(), 256 << 20);
+        assert!(!a.cleaner && !a.drop_caches && !a.json);
+
+        let cli = Cli::try_parse_from([
+            "shoal",
+            "bench",
+            "recovery",
+            "--log-size",
+            "4",
+            "--keys",
+            "1000",
+            "--cleaner",
+            "--drop-caches",
+        ])
+        .unwrap();
+        let Command::Bench(b) = cli.command;
+        let Some(Benchmark::Recovery(a)) = b.bench else {
+            panic!("recovery expected")
+        };
+        assert_eq!(a.log_size.bytes(), 4 << 20);
+        assert_eq!(a.keys, 1000);
+        assert!(a.cleaner && a.drop_caches);
+        let e = Cli::try_parse_from(["shoal", "bench", "recovery", "--threads", "1"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--threads"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! End-to-end tests of the `shoal` binary: argument errors, and short real runs of
-//! `shoal bench buffer` and `shoal bench log` whose standard output must be JSON lines and
-//! nothing else.
+//! `shoal bench buffer`, `shoal bench log` and `shoal bench recovery` whose standard output
+//! must be JSON lines and nothing else.
 
 use std::process::{Command, Output};
 
@@ -21,7 +21,10 @@ fn bench_without_a_name_lists_the_benchmarks() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(
-        e.contains("name a benchmark") && e.contains("buffer") && e.contains("log"),
+        e.contains("name a benchmark")
+            && e.contains("buffer")
+            && e.contains("log")
+            && e.contains("recovery"),
         "{e}"
     );
     assert!(o.stdout.is_empty());
@@ -59,6 +62,28 @@ fn bad_arguments_are_named_and_fail() {
             1,
             "--db-dir",
         ),
+        (
+            &["bench", "recovery", "--log-size", "1KiB"][..],
+            1,
+            "--log-size",
+        ),
+        (
+            &[
+                "bench",
+                "recovery",
+                "--keys",
+                "1000000",
+                "--pool-size",
+                "16MiB",
+            ][..],
+            1,
+            "--pool-size",
+        ),
+        (
+            &["bench", "recovery", "--duration-s", "1"][..],
+            2,
+            "--duration-s",
+        ),
     ] {
         let o = shoal(args);
         assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
@@ -75,6 +100,7 @@ fn help_works_for_every_command() {
         &["bench", "--help"],
         &["bench", "buffer", "--help"],
         &["bench", "log", "--help"],
+        &["bench", "recovery", "--help"],
     ] {
         let o = shoal(args);
         assert!(o.status.success(), "{args:?}");
@@ -82,23 +108,28 @@ fn help_works_for_every_command() {
     }
 }
 
+/// The short-run settings of the benchmarks that sweep thread counts.
+const SWEEP_ARGS: &[&str] = &["--threads", "1,2", "--duration-s", "0.1", "--warmup-s", "0"];
+
 /// Runs `shoal bench <bench> <args> --threads 1,2 --duration-s 0.1 --warmup-s 0 --json --out
-/// --db-dir` and checks what every benchmark promises: success, only JSON lines on stdout,
-/// each with the required fields, the bench name and some operations, `results.jsonl` equal
-/// to stdout, and the temporary databases removed. Returns the lines and `report.md`.
+/// --db-dir` and checks what every benchmark promises (see [`json_run_with`]).
 fn json_run(bench: &str, args: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let mut all = SWEEP_ARGS.to_vec();
+    all.extend_from_slice(args);
+    json_run_with(bench, &all)
+}
+
+/// Runs `shoal bench <bench> <args> --json --out --db-dir` and checks what every benchmark
+/// promises: success, only JSON lines on stdout, each with the required fields, the bench
+/// name and some operations, `results.jsonl` equal to stdout, and the temporary databases
+/// removed. Returns the lines and `report.md`.
+fn json_run_with(bench: &str, args: &[&str]) -> (Vec<serde_json::Value>, String) {
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("out");
     let db_dir = tmp.path().join("db");
     let mut all = vec![
         "bench",
         bench,
-        "--threads",
-        "1,2",
-        "--duration-s",
-        "0.1",
-        "--warmup-s",
-        "0",
         "--json",
         "--out",
         out_dir.to_str().unwrap(),
@@ -153,6 +184,46 @@ fn log_json_run_prints_only_json_lines_with_fdatasync_per_commit() {
     }
     assert!(report.contains("| commit-full | 2 |"), "{report}");
     assert!(report.contains("fdatasync_per_commit="), "{report}");
+}
+
+#[test]
+fn recovery_json_run_replays_the_log_it_was_asked_for() {
+    let (lines, report) = json_run_with(
+        "recovery",
+        &[
+            "--log-size",
+            "4MiB",
+            "--keys",
+            "10000",
+            "--pool-size",
+            "64MiB",
+            "--segment-size",
+            "1MiB",
+            "--log-buffer-size",
+            "256KiB",
+        ],
+    );
+    assert_eq!(lines.len(), 1);
+    let v = &lines[0];
+    assert_eq!(v["variant"], "kv-update");
+    assert_eq!(v["threads"], 1);
+    let stats = &v["engine_stats"];
+    let log_bytes = stats["log_bytes"].as_u64().unwrap();
+    assert!(
+        (4 << 20..(4 << 20) + (64 << 10)).contains(&log_bytes),
+        "{v}"
+    );
+    assert_eq!(v["ops"], stats["records"], "{v}");
+    assert_eq!(stats["losers"], 1, "{v}");
+    assert!(stats["redone"].as_u64().unwrap() > 10_000, "{v}");
+    for key in ["analysis_us", "redo_us", "undo_us", "images_installed"] {
+        assert!(stats[key].is_u64(), "{key} in {v}");
+    }
+    let rate = v["replay_mib_per_s"].as_f64().unwrap();
+    assert!(rate > 0.0, "{v}");
+    assert!(v["log_mib"].as_f64().unwrap() >= 4.0, "{v}");
+    assert!(report.contains("| kv-update | 1 |"), "{report}");
+    assert!(report.contains("replay_mib_per_s="), "{report}");
 }
 
 #[test]

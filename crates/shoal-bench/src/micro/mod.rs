@@ -1,10 +1,12 @@
 //! Micro-benchmarks: one component of the engine at a time, each a [`MicroBench`] run by
-//! [`crate::runner::run_micro`].
+//! [`crate::runner::run_micro`] — except `recovery`, a one-shot measurement of one restart
+//! (there is no operation to repeat), which builds its measurement itself.
 //!
 //! | name | component | file |
 //! |---|---|---|
 //! | `buffer` | buffer pool (DESIGN.md §3.3) | [`buffer`] |
 //! | `log` | write-ahead log manager (DESIGN.md §3.5) | [`log`] |
+//! | `recovery` | ARIES restart after a crash (DESIGN.md §3.6) | [`recovery`] |
 //!
 //! Planned (DESIGN.md §6): `btree`, `lock`, as their components land.
 //!
@@ -12,6 +14,7 @@
 
 pub mod buffer;
 pub mod log;
+pub mod recovery;
 
 /// Names of the micro-benchmarks, as typed after `shoal bench`.
-pub const NAMES: &[&str] = &["buffer", "log"];
+pub const NAMES: &[&str] = &["buffer", "log", "recovery"];
