@@ -36,7 +36,7 @@ pub const DATA_FILE: &str = "data.shoal";
 /// An open database's storage manager: log, buffer pool, space, transactions.
 pub struct Engine {
     txns: TxnManager,
-    space: SpaceManager,
+    space: Arc<SpaceManager>,
     checkpoint_lock: Mutex<()>,
     restart: RestartReport,
 }
@@ -69,13 +69,14 @@ impl Engine {
             file.set_len(0)?; // invariant 3
         }
         let pool = BufferPool::open(file.clone(), options, log.clone())?;
-        let space = if file.len()? == 0 {
+        let space = Arc::new(if file.len()? == 0 {
             SpaceManager::create(pool.clone())?
         } else {
             SpaceManager::open(pool.clone())?
-        };
+        });
         let mut resources = Resources::default();
         resources.register(Arc::new(crate::kvstore::KvStoreRm));
+        resources.register(Arc::new(crate::btree::BTreeRm::new(space.clone())));
         let txns = TxnManager::new(log, pool, resources);
         let restart = recovery::restart(&txns)?;
         Ok(Engine {
@@ -102,7 +103,7 @@ impl Engine {
     }
 
     /// The space manager.
-    pub fn space(&self) -> &SpaceManager {
+    pub fn space(&self) -> &Arc<SpaceManager> {
         &self.space
     }
 

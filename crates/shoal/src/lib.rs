@@ -28,6 +28,7 @@
 //! wait for a lock while holding a latch; never do I/O while holding anything other threads
 //! need except the X latch of the frame being read or written.
 
+pub mod btree;
 pub mod buffer;
 pub mod engine;
 pub mod error;

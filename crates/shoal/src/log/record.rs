@@ -103,6 +103,10 @@ pub enum RecordKind {
     CheckpointBegin = 9,
     /// End of a fuzzy checkpoint: redo payload holds the transaction and dirty-page tables.
     CheckpointEnd = 10,
+    /// An undoable change of a system transaction (a B-tree structure modification): redone
+    /// always, undone (page-oriented) only if its system transaction had not committed at a
+    /// crash — the records of an ARIES nested top action (Mohan et al., TODS 1992, §10.3).
+    SystemUpdate = 11,
 }
 
 /// The ARIES role of a record kind (STYLE.md practice 4): what recovery may do with it.
@@ -120,7 +124,7 @@ pub enum RecordRole {
 
 impl RecordKind {
     /// Every kind, in value order.
-    pub const ALL: [RecordKind; 10] = [
+    pub const ALL: [RecordKind; 11] = [
         RecordKind::Begin,
         RecordKind::Commit,
         RecordKind::Abort,
@@ -131,6 +135,7 @@ impl RecordKind {
         RecordKind::PageImage,
         RecordKind::CheckpointBegin,
         RecordKind::CheckpointEnd,
+        RecordKind::SystemUpdate,
     ];
 
     /// Decodes the kind byte; `None` for an unknown value.
@@ -147,7 +152,7 @@ impl RecordKind {
             | RecordKind::End
             | RecordKind::CheckpointBegin
             | RecordKind::CheckpointEnd => RecordRole::Control,
-            RecordKind::Update => RecordRole::Undoable,
+            RecordKind::Update | RecordKind::SystemUpdate => RecordRole::Undoable,
             RecordKind::Compensation => RecordRole::Compensation,
             RecordKind::SystemRedo | RecordKind::PageImage => RecordRole::RedoOnly,
         }

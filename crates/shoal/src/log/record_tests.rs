@@ -117,6 +117,7 @@ fn undo_payload_ending_in_zeros_keeps_its_length() {
 fn roles_of_kinds() {
     use RecordKind::*;
     assert_eq!(Update.role(), RecordRole::Undoable);
+    assert_eq!(SystemUpdate.role(), RecordRole::Undoable);
     assert_eq!(Compensation.role(), RecordRole::Compensation);
     for k in [SystemRedo, PageImage] {
         assert_eq!(k.role(), RecordRole::RedoOnly);
@@ -125,7 +126,8 @@ fn roles_of_kinds() {
         assert_eq!(k.role(), RecordRole::Control);
     }
     assert_eq!(RecordKind::from_u8(0), None);
-    assert_eq!(RecordKind::from_u8(11), None);
+    assert_eq!(RecordKind::from_u8(11), Some(SystemUpdate));
+    assert_eq!(RecordKind::from_u8(12), None);
 }
 
 #[test]

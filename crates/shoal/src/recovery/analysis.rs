@@ -11,6 +11,9 @@ use std::collections::HashMap;
 pub(crate) struct Loser {
     pub(crate) first_lsn: Lsn,
     pub(crate) last_lsn: Lsn,
+    /// A system transaction (it wrote `SystemUpdate` or `SystemRedo` records): an incomplete
+    /// structure modification, undone before every user transaction (recovery rule 4).
+    pub(crate) system: bool,
 }
 
 /// The best full-page image of a page: the one with the highest base LSN.
@@ -29,6 +32,10 @@ pub(crate) struct Analysis {
     pub(crate) max_txn_id: TxnId,
     pub(crate) losers: HashMap<TxnId, Loser>,
     pub(crate) images: HashMap<PageId, BestImage>,
+}
+
+fn is_system(kind: RecordKind) -> bool {
+    matches!(kind, RecordKind::SystemUpdate | RecordKind::SystemRedo)
 }
 
 pub(crate) fn analyse(txns: &TxnManager) -> Result<Analysis> {
@@ -69,7 +76,10 @@ pub(crate) fn analyse(txns: &TxnManager) -> Result<Analysis> {
                             ),
                         ));
                     }
-                    Some(l) => l.last_lsn = lsn,
+                    Some(l) => {
+                        l.last_lsn = lsn;
+                        l.system |= is_system(rec.kind);
+                    }
                     // First record seen. Its predecessors may lie before the start if the
                     // transaction committed before the checkpoint that moved the start (its
                     // Commit follows); a loser's predecessors are never dropped (rule 1).
@@ -79,6 +89,7 @@ pub(crate) fn analyse(txns: &TxnManager) -> Result<Analysis> {
                             Loser {
                                 first_lsn: lsn,
                                 last_lsn: lsn,
+                                system: is_system(rec.kind),
                             },
                         );
                     }

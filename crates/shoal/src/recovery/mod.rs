@@ -35,6 +35,13 @@
 //! 4. **Undo** rolls the losers back in one backward sweep, always the highest LSN first,
 //!    writing compensation records (CLRs) whose undo-next LSN skips what they undid; a CLR
 //!    met on the chain is never undone, its undo-next is followed. Each loser ends with `End`.
+//!    Incomplete *system* transactions (structure modifications cut by the crash) are rolled
+//!    back first, in a sweep of their own, so that the logical undo of user transactions
+//!    (a B-tree delete that descends the tree to find its key) walks a structurally
+//!    consistent tree. This order is safe: a system transaction holds the X latches of all
+//!    its pages until its `Commit` is appended, so no record of another transaction on those
+//!    pages can follow one of its records unless its `Commit` does too (ARIES nested top
+//!    actions, Mohan et al. §10.3, with the `Commit` in the role of the dummy CLR).
 //! 5. **Idempotence**: redo writes nothing but images, undo continues from what earlier CLRs
 //!    did, so a crash at any point of restart is recovered by the next restart.
 //! 6. Restart ends with a checkpoint, so the next one starts its redo at the end of this one.
@@ -115,24 +122,27 @@ pub fn restart(txns: &TxnManager) -> Result<RestartReport> {
     report.redo_us = t1.elapsed().as_micros() as u64;
 
     let t2 = Instant::now();
-    // Rule 4: one sweep, highest LSN first.
-    let mut heap = BinaryHeap::new();
-    let mut entries = std::collections::HashMap::new();
-    for (&id, l) in &a.losers {
-        entries.insert(id, txns.adopt(id, l.first_lsn, l.last_lsn));
-        heap.push((l.last_lsn, id));
-    }
-    while let Some((lsn, id)) = heap.pop() {
-        let e = &entries[&id];
-        let before = e.last();
-        let next = txns.undo_step(e, lsn)?;
-        if e.last() != before {
-            report.undone += 1;
+    // Rule 4: incomplete system transactions first, then the user losers; each group in one
+    // sweep, highest LSN first.
+    for system in [true, false] {
+        let mut heap = BinaryHeap::new();
+        let mut entries = std::collections::HashMap::new();
+        for (&id, l) in a.losers.iter().filter(|(_, l)| l.system == system) {
+            entries.insert(id, txns.adopt(id, l.first_lsn, l.last_lsn));
+            heap.push((l.last_lsn, id));
         }
-        if next == Lsn::ZERO {
-            txns.end(e)?;
-        } else {
-            heap.push((next, id));
+        while let Some((lsn, id)) = heap.pop() {
+            let e = &entries[&id];
+            let before = e.last();
+            let next = txns.undo_step(e, lsn)?;
+            if e.last() != before {
+                report.undone += 1;
+            }
+            if next == Lsn::ZERO {
+                txns.end(e)?;
+            } else {
+                heap.push((next, id));
+            }
         }
     }
     report.undo_us = t2.elapsed().as_micros() as u64;

@@ -32,6 +32,7 @@ pub(crate) fn redo(txns: &TxnManager, a: &Analysis) -> Result<RedoCounts> {
             RecordKind::Update
                 | RecordKind::Compensation
                 | RecordKind::SystemRedo
+                | RecordKind::SystemUpdate
                 | RecordKind::PageImage
         );
         if !changes_page {

@@ -25,9 +25,15 @@
 //!    torn was written while dirty, hence has an image at or after the redo LSN of any later
 //!    checkpoint, and redo installs that image instead of reading the torn copy.
 //! 4. **Roles as types**: user transactions write `Update` records (redo + undo); system
-//!    transactions ([`TxnManager::begin_system`]) write redo-only `SystemRedo` records and
-//!    commit without waiting; compensation records are written only by
-//!    [`UndoContext::compensate`], whose `undo_next_lsn` skips what they undid.
+//!    transactions ([`TxnManager::begin_system`]) write redo-only `SystemRedo` records, or
+//!    `SystemUpdate` records with a page-oriented undo (the records of an ARIES nested top
+//!    action: undone only if the crash cut the system transaction short), and commit without
+//!    waiting; compensation records are written only by [`UndoContext`], whose
+//!    `undo_next_lsn` skips what they undid.
+//! 8. **A system transaction appends its `Commit` before it releases the latches of the pages
+//!    it changed**, so any later change to those pages follows its `Commit` in the log, and
+//!    restart may roll back an incomplete one page-oriented, before the user transactions
+//!    (recovery rule 4).
 //! 5. A transaction is registered in the active table before its first record is appended
 //!    and leaves it after its `Commit` or `End` record; a checkpoint keeps the log from the
 //!    lowest first LSN in the table, so restart's analysis sees every record of every
@@ -246,6 +252,7 @@ impl TxnManager {
                     mgr: self,
                     entry,
                     undo_next: rec.prev_lsn,
+                    record_lsn: lsn,
                 };
                 rm.undo(&mut ctx, &rec)?;
                 rec.prev_lsn
@@ -271,9 +278,15 @@ pub struct UndoContext<'a> {
     mgr: &'a TxnManager,
     entry: &'a TxnEntry,
     undo_next: Lsn,
+    record_lsn: Lsn,
 }
 
 impl UndoContext<'_> {
+    /// The LSN of the record being undone (to name it in errors).
+    pub fn record_lsn(&self) -> Lsn {
+        self.record_lsn
+    }
+
     /// Applies the redo payload `redo` to page `page_id` as a compensation record whose
     /// `undo_next_lsn` is the undone record's previous LSN.
     ///
@@ -282,23 +295,39 @@ impl UndoContext<'_> {
     /// payload the resource manager refuses).
     pub fn compensate(&mut self, page_id: PageId, redo: Vec<u8>) -> Result<()> {
         let mut page = self.mgr.pool.fix_exclusive(page_id)?;
+        self.compensate_on(&mut page, redo).map(|_| ())
+    }
+
+    /// Applies the redo payload `redo` to the X-latched `page` as a compensation record, for
+    /// a logical undo that found its page itself (a B-tree key that may have moved since the
+    /// undone change). Returns the record's LSN.
+    ///
+    /// # Errors
+    /// As [`UndoContext::compensate`], without the fix.
+    pub fn compensate_on(&mut self, page: &mut ExclusiveGuard<'_>, redo: Vec<u8>) -> Result<Lsn> {
         let rec = LogRecord {
             kind: RecordKind::Compensation,
             txn_id: self.entry.id,
             prev_lsn: self.entry.last(),
-            page_id,
+            page_id: page.page_id(),
             undo_next_lsn: self.undo_next,
             redo,
             undo: Vec::new(),
         };
-        let lsn = self.mgr.log_change(&mut page, &rec)?;
+        let lsn = self.mgr.log_change(page, &rec)?;
         self.entry.set_last(lsn);
-        Ok(())
+        Ok(lsn)
     }
 
     /// The buffer pool (for a logical undo that must find its page).
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.mgr.pool
+    }
+
+    /// The transaction manager (for a logical undo that needs a system transaction, such as
+    /// a B-tree split to make room for a key it puts back).
+    pub fn manager(&self) -> &TxnManager {
+        self.mgr
     }
 }
 
@@ -344,14 +373,14 @@ impl<'m> Transaction<'m> {
     }
 
     /// Changes the X-latched `page` by the redo payload `redo` (first byte: the resource
-    /// manager id), logged with `undo` (the redo payload of the compensating change, for the
-    /// default page-oriented undo). System transactions must pass an empty `undo`.
-    /// Returns the record's LSN.
+    /// manager id), logged with `undo` (interpreted by the resource manager's
+    /// [`ResourceManager::undo`]; by default the redo payload of the compensating change).
+    /// In a system transaction an empty `undo` makes a redo-only `SystemRedo` record and a
+    /// non-empty one a `SystemUpdate` (rule 4). Returns the record's LSN.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an undo payload in a system transaction or after commit;
-    /// otherwise as the change sequence (module doc rules 1–3): the resource manager's refusal
-    /// or a log failure, with the page unchanged.
+    /// [`Error::InvalidArgument`] after commit; otherwise as the change sequence (module doc
+    /// rules 1–3): the resource manager's refusal or a log failure, with the page unchanged.
     pub fn change(
         &mut self,
         page: &mut ExclusiveGuard<'_>,
@@ -362,13 +391,11 @@ impl<'m> Transaction<'m> {
             return Err(Error::invalid("txn", "the transaction has ended"));
         }
         let kind = if self.system {
-            if !undo.is_empty() {
-                return Err(Error::invalid(
-                    "undo",
-                    "system transactions are redo-only (rule 4)",
-                ));
+            if undo.is_empty() {
+                RecordKind::SystemRedo
+            } else {
+                RecordKind::SystemUpdate
             }
-            RecordKind::SystemRedo
         } else {
             RecordKind::Update
         };
@@ -431,6 +458,14 @@ impl<'m> Transaction<'m> {
         } else {
             mgr.log.commit(lsn)
         }
+    }
+
+    /// Gives up on the transaction without rolling it back, for a caller that holds latches
+    /// a rollback would need, after a failure that has failed the database (a log failure in
+    /// the middle of a structure change). The transaction stays in the active table, so
+    /// checkpoints keep its records, and the next restart rolls it back.
+    pub fn abandon(mut self) {
+        self.finished = true;
     }
 
     /// Rolls back: appends `Abort`, undoes every change along the previous-LSN chain writing

@@ -1,6 +1,7 @@
 //! Resource managers: the components whose log records change pages (the test access method
 //! `kvstore` now, the B-tree later). Redo and undo dispatch on the first byte of a record's
-//! redo payload, the resource manager id. Ids: 1 = kvstore (`kvstore::RM_KVSTORE`).
+//! redo payload, the resource manager id. Ids: 1 = kvstore (`kvstore::RM_KVSTORE`), 2 = B-tree
+//! (`btree::RM_BTREE`).
 
 use super::UndoContext;
 use crate::error::{Error, Result};
@@ -9,8 +10,9 @@ use crate::page::AtomicBytesMut;
 use crate::types::{Lsn, PageId};
 use std::sync::Arc;
 
-/// A component whose log records change pages. Implementations are stateless (all state is in
-/// pages), so one instance serves every database.
+/// A component whose log records change pages. Registered per database: an implementation keeps
+/// no state of its own beyond handles to the database's components (the B-tree's holds the
+/// space manager, for the splits a logical undo may need); everything else is in pages.
 pub trait ResourceManager: Send + Sync {
     /// The id in the first byte of this manager's redo payloads; unique, fixed forever.
     fn id(&self) -> u8;

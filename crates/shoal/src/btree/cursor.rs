@@ -1,0 +1,211 @@
+//! Range scans (btree rule 7). A cursor holds no latch between batches: it reads one leaf
+//! at a time optimistically, copies the entries in range, and remembers where to go on —
+//! the leaf's high fence going forward, its low fence going backward — so a split or merge
+//! between two batches is harmless: the next batch re-seeks from the root.
+//!
+//! Guarantee: every key present throughout the scan is returned exactly once, in order.
+//! A key inserted or deleted during the scan may or may not be returned.
+
+use super::node::Node;
+use super::tree::{Attempt, BTree, Seek};
+use crate::error::Result;
+use crate::page::PageRead;
+use std::collections::VecDeque;
+use std::ops::Bound;
+
+/// The order in which a [`Cursor`] returns keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanDirection {
+    /// Ascending key order.
+    Forward,
+    /// Descending key order.
+    Backward,
+}
+
+/// An iterator over the `(key, value)` pairs of a key range, in [`ScanDirection`] order. Made
+/// by [`BTree::scan`]. Yields an error (and then ends) on corruption or an I/O failure.
+pub struct Cursor<'t> {
+    tree: &'t BTree,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    dir: ScanDirection,
+    batch: VecDeque<(Vec<u8>, Vec<u8>)>,
+    done: bool,
+}
+
+fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn above_lower(lower: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match lower {
+        Bound::Included(l) => key >= l.as_slice(),
+        Bound::Excluded(l) => key > l.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+fn below_upper(upper: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match upper {
+        Bound::Included(u) => key <= u.as_slice(),
+        Bound::Excluded(u) => key < u.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+/// What one leaf gave: the entries in range (key order) and the fence to continue from
+/// (`None`: nothing lies beyond in that direction).
+struct Leaf {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    next: Option<Vec<u8>>,
+}
+
+impl BTree {
+    /// A cursor over the keys between `lower` and `upper` in `dir` order.
+    ///
+    /// # Errors
+    /// None here; the cursor yields [`crate::Error::InvalidArgument`] if a bound is longer
+    /// than [`BTree::max_key_bytes`], and corruption and buffer-pool errors as it goes.
+    pub fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, dir: ScanDirection) -> Cursor<'_> {
+        Cursor {
+            tree: self,
+            lower: owned(lower),
+            upper: owned(upper),
+            dir,
+            batch: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// A cursor over every key in ascending order.
+    pub fn iter(&self) -> Cursor<'_> {
+        self.scan(Bound::Unbounded, Bound::Unbounded, ScanDirection::Forward)
+    }
+}
+
+impl Cursor<'_> {
+    fn fill(&mut self) -> Result<()> {
+        let (seek_key, forward) = match self.dir {
+            ScanDirection::Forward => match &self.lower {
+                Bound::Included(k) | Bound::Excluded(k) => (k.clone(), true),
+                Bound::Unbounded => (Vec::new(), true),
+            },
+            ScanDirection::Backward => match &self.upper {
+                Bound::Included(k) | Bound::Excluded(k) => (k.clone(), false),
+                Bound::Unbounded => (Vec::new(), false),
+            },
+        };
+        self.tree.check_key(&seek_key)?;
+        let seek = match (&self.dir, &self.upper) {
+            (ScanDirection::Forward, _) => Seek::Key(&seek_key),
+            (ScanDirection::Backward, Bound::Included(_)) => Seek::Key(&seek_key),
+            (ScanDirection::Backward, Bound::Excluded(_)) => Seek::Before(&seek_key),
+            (ScanDirection::Backward, Bound::Unbounded) => Seek::Last,
+        };
+        let leaf = loop {
+            let Attempt::Done(path) = self.tree.descend(seek, 0)? else {
+                continue;
+            };
+            let got = {
+                let b = path.node.bytes();
+                self.read_leaf(&b, forward)
+            };
+            if path.node.validate().is_ok() {
+                break got?;
+            }
+        };
+        let in_range = |k: &[u8]| above_lower(&self.lower, k) && below_upper(&self.upper, k);
+        let mut entries = leaf.entries;
+        entries.retain(|(k, _)| in_range(k));
+        for (_, v) in &mut entries {
+            *v = self.tree.untag(std::mem::take(v))?;
+        }
+        if forward {
+            self.batch.extend(entries);
+        } else {
+            self.batch.extend(entries.into_iter().rev());
+        }
+        match leaf.next {
+            Some(fence) if forward && below_upper(&self.upper, &fence) => {
+                self.lower = Bound::Included(fence);
+            }
+            Some(fence) if !forward && above_lower(&self.lower, &fence) => {
+                self.upper = Bound::Excluded(fence);
+            }
+            _ => self.done = true,
+        }
+        Ok(())
+    }
+
+    /// Copies the entries of the (unvalidated) leaf `b` that may be in range, and its fence
+    /// in the scan's direction.
+    fn read_leaf<P: PageRead + ?Sized>(&self, b: &P, forward: bool) -> Result<Leaf> {
+        let n = Node::open(b)?;
+        if !n.is_leaf() {
+            return Err(self
+                .tree
+                .corrupt(n.page_id(), "a scan reached an inner node"));
+        }
+        let count = n.entry_count();
+        let (from, to) = if forward {
+            let from = match &self.lower {
+                Bound::Included(k) | Bound::Excluded(k) => match n.search(k)? {
+                    Ok(i) | Err(i) => i,
+                },
+                Bound::Unbounded => 0,
+            };
+            (from, count)
+        } else {
+            let to = match &self.upper {
+                Bound::Included(k) => match n.search(k)? {
+                    Ok(i) => i + 1,
+                    Err(i) => i,
+                },
+                Bound::Excluded(k) => match n.search(k)? {
+                    Ok(i) | Err(i) => i,
+                },
+                Bound::Unbounded => count,
+            };
+            (0, to)
+        };
+        let mut entries = Vec::with_capacity(to.saturating_sub(from));
+        for i in from..to {
+            let key = n.key(i)?;
+            // Forward scans stop copying at the upper bound (and backward ones are bounded
+            // by `to`), so a short range does not copy a whole leaf.
+            if forward && !below_upper(&self.upper, &key) {
+                break;
+            }
+            entries.push((key, n.value(i)?));
+        }
+        let next = if forward {
+            n.high_fence()?
+        } else {
+            n.low_fence()?
+        };
+        Ok(Leaf { entries, next })
+    }
+}
+
+impl Iterator for Cursor<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(kv) = self.batch.pop_front() {
+                return Some(Ok(kv));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.fill() {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}

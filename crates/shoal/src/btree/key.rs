@@ -1,0 +1,1187 @@
+//! Memcomparable keys: typed values encoded so that byte order is value order.
+//!
+//! The B-tree compares keys as plain byte strings (`[u8]::cmp`, DESIGN.md §3.9): no schema,
+//! no comparator callback on the descent path. This module is where a typed key — a tuple of
+//! integers, floats, strings, byte strings, booleans and NULLs, such as a primary key or
+//! `(index key ‖ primary key)` — becomes such a byte string, and back.
+//!
+//! ```text
+//!   (U64 5, Str "a\0b", NULL)                      KeyBuilder / encode_value
+//!        │
+//!        ▼
+//!   01 00 00 00 00 00 00 00 05 │ 01 61 00 FF 62 00 00 │ 00
+//!   └─ tag, u64 big-endian ──┘   └ tag, escaped, end ┘  └ NULL
+//!        │
+//!        ▼  decode(&key, &[KeyType::U64, KeyType::Str, KeyType::I32])
+//!   [U64(5), Str("a\0b"), Null]
+//! ```
+//!
+//! # Layout
+//!
+//! Every field starts with a tag byte: `00` for NULL (nothing follows), `01` for a value
+//! (its payload follows). Payloads:
+//!
+//! | type            | payload (ascending)                                              | bytes with tag |
+//! |-----------------|------------------------------------------------------------------|----------------|
+//! | NULL            | none (tag `00`)                                                  | 1              |
+//! | `Bool`          | `00` false, `01` true                                            | 2              |
+//! | `U32` / `U64`   | big-endian                                                       | 5 / 9          |
+//! | `I32` / `I64`   | big-endian of the two's-complement bits with the sign bit flipped | 5 / 9          |
+//! | `F64`           | big-endian of the IEEE bits: sign bit flipped if clear, all bits inverted if set | 9 |
+//! | `Str` / `Bytes` | each byte `b ≠ 00` as is, each `00` as `00 FF`, then `00 00`     | 1 + n + zeros + 2 |
+//!
+//! A field encoded in [`Direction::Desc`] has every byte of its ascending encoding, tag
+//! included, inverted (`XOR FF`).
+//!
+//! Integers are big-endian here, not little-endian as STYLE.md practice 12 asks of on-disk
+//! integers: a key is compared byte by byte, most significant byte first, so the most
+//! significant byte must come first. The key is an opaque byte string to the page format.
+//!
+//! # Invariants
+//!
+//! 1. **Order.** For two tuples `a`, `b` encoded with the same field types and directions,
+//!    `encode(a).cmp(&encode(b)) == a.cmp(&b)`, where tuples compare field by field
+//!    (lexicographically, a tuple that is a prefix of the other first) and fields compare as:
+//!    NULL before every value; `false < true`; integers numerically; `F64` by IEEE total order
+//!    ([`f64::total_cmp`]: `-NaN < -∞ < … < -0.0 < +0.0 < … < +∞ < +NaN`); strings and byte
+//!    strings byte-wise, a prefix before its extensions (so strings by code point). A
+//!    descending field reverses its field's order, NULL included (NULL sorts last).
+//! 2. **Self-delimiting.** No field encoding is a proper prefix of another encoding of the
+//!    same type and direction, so a decoder finds each field's end without a length, and the
+//!    encoding of a prefix of a tuple is a byte prefix of the tuple's encoding. (The string
+//!    terminator `00 00` sorts below the escape `00 FF` and below every other byte, which is
+//!    what puts `"ab"` before `"ab\0"` and before `"abc"` whatever field follows.)
+//! 3. **Canonical.** Encoding is injective (`F64` by bits: `-0.0`, `+0.0` and each NaN are
+//!    distinct keys) and [`decode`] accepts exactly the encodings: any other byte string is an
+//!    error, so `decode(b) == Ok(v)` implies that encoding `v` gives back `b`.
+//! 4. **Schema outside.** Keys carry no type information beyond NULL; bytes from keys of
+//!    different field types compare meaninglessly, and decoding needs the types.
+//! 5. **Prefix ranges.** Every key that starts with `p` lies in
+//!    `[p, prefix_successor(p))` (an unbounded range when [`prefix_successor`] is `None`).
+//!
+//! # What it does not do
+//!
+//! - No collations: strings compare by their UTF-8 bytes (code point order), with no case
+//!   folding, locale or trailing-space rules; CHAR(n) padding belongs to the table layer.
+//! - No SQL equality for floats: `-0.0` and `+0.0` (and different NaNs) are different keys.
+//!   A caller that wants them equal normalises them before encoding.
+//! - No compact forms: no variable-length integers and no tagless NOT NULL fields (one tag
+//!   byte per field is the price of a single scheme).
+//! - No DECIMAL or TIMESTAMP types: the table layer stores them as scaled `I64`.
+//! - No prefix truncation or key compression: that is the page's business.
+//!
+//! # Sources
+//!
+//! The escape (`00` as `00 FF`) follows the FoundationDB tuple layer and CockroachDB's key
+//! encoding, and the signed and floating-point transforms are the usual memcomparable ones
+//! (MySQL/MyRocks); the float order is IEEE 754-2008 §5.10 `totalOrder`. The code is ours.
+
+use crate::error::{Error, Result};
+use crate::types::PageId;
+
+/// Tag byte of a NULL field (ascending).
+const TAG_NULL: u8 = 0x00;
+/// Tag byte of a present field (ascending).
+const TAG_PRESENT: u8 = 0x01;
+/// In a string payload, the byte that starts a two-byte escape or terminator.
+const ESCAPE: u8 = 0x00;
+/// Second byte after [`ESCAPE`]: the string ends here.
+const ESCAPED_END: u8 = 0x00;
+/// Second byte after [`ESCAPE`]: a literal `00` byte.
+const ESCAPED_ZERO: u8 = 0xFF;
+
+const _: () = assert!(TAG_NULL < TAG_PRESENT, "NULL must sort first (invariant 1)");
+const _: () = assert!(
+    ESCAPED_END < ESCAPED_ZERO,
+    "a prefix must sort first (invariant 2)"
+);
+
+/// The type of one key field, for [`decode`] and [`Decoder`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyType {
+    /// A boolean (`false < true`).
+    Bool,
+    /// An unsigned 32-bit integer.
+    U32,
+    /// An unsigned 64-bit integer.
+    U64,
+    /// A signed 32-bit integer (SQL INT4).
+    I32,
+    /// A signed 64-bit integer (SQL INT8).
+    I64,
+    /// A 64-bit IEEE float (SQL FLOAT8), ordered by total order.
+    F64,
+    /// A UTF-8 string, ordered by its bytes.
+    Str,
+    /// A byte string, ordered lexicographically.
+    Bytes,
+}
+
+impl KeyType {
+    /// This type as an ascending field.
+    pub const fn asc(self) -> Field {
+        Field {
+            ty: self,
+            dir: Direction::Asc,
+        }
+    }
+
+    /// This type as a descending field.
+    pub const fn desc(self) -> Field {
+        Field {
+            ty: self,
+            dir: Direction::Desc,
+        }
+    }
+}
+
+/// The sort direction of one key field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Smallest value first, NULL before every value.
+    #[default]
+    Asc,
+    /// Largest value first, NULL after every value: every byte of the field is inverted.
+    Desc,
+}
+
+impl Direction {
+    /// The byte every encoded byte of a field is XORed with.
+    #[inline]
+    fn mask(self) -> u8 {
+        match self {
+            Direction::Asc => 0x00,
+            Direction::Desc => 0xFF,
+        }
+    }
+}
+
+/// One field of a key schema: a type and a direction. A bare [`KeyType`] converts into an
+/// ascending field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Field {
+    /// The field's type.
+    pub ty: KeyType,
+    /// The field's sort direction.
+    pub dir: Direction,
+}
+
+impl From<KeyType> for Field {
+    fn from(ty: KeyType) -> Field {
+        ty.asc()
+    }
+}
+
+/// One decoded (or to-be-encoded) key field.
+///
+/// Equality is exact: two `F64` values are equal when their bits are, as their encodings are
+/// (invariant 3), so `NaN == NaN` and `-0.0 != 0.0` here.
+#[derive(Clone, Debug)]
+pub enum KeyValue {
+    /// SQL NULL, of any type.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An unsigned 32-bit integer.
+    U32(u32),
+    /// An unsigned 64-bit integer.
+    U64(u64),
+    /// A signed 32-bit integer.
+    I32(i32),
+    /// A signed 64-bit integer.
+    I64(i64),
+    /// A 64-bit float.
+    F64(f64),
+    /// A UTF-8 string.
+    Str(String),
+    /// A byte string.
+    Bytes(Vec<u8>),
+}
+
+impl KeyValue {
+    /// The value's type, or `None` for [`KeyValue::Null`].
+    pub fn key_type(&self) -> Option<KeyType> {
+        let ty = match self {
+            KeyValue::Null => return None,
+            KeyValue::Bool(_) => KeyType::Bool,
+            KeyValue::U32(_) => KeyType::U32,
+            KeyValue::U64(_) => KeyType::U64,
+            KeyValue::I32(_) => KeyType::I32,
+            KeyValue::I64(_) => KeyType::I64,
+            KeyValue::F64(_) => KeyType::F64,
+            KeyValue::Str(_) => KeyType::Str,
+            KeyValue::Bytes(_) => KeyType::Bytes,
+        };
+        Some(ty)
+    }
+}
+
+impl PartialEq for KeyValue {
+    fn eq(&self, other: &KeyValue) -> bool {
+        use KeyValue::*;
+        match (self, other) {
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (U32(a), U32(b)) => a == b,
+            (U64(a), U64(b)) => a == b,
+            (I32(a), I32(b)) => a == b,
+            (I64(a), I64(b)) => a == b,
+            (F64(a), F64(b)) => a.to_bits() == b.to_bits(),
+            (Str(a), Str(b)) => a == b,
+            (Bytes(a), Bytes(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for KeyValue {}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------------------------
+
+/// Appends big-endian `bytes`, each XORed with `mask`.
+#[inline]
+fn put(out: &mut Vec<u8>, bytes: &[u8], mask: u8) {
+    out.extend(bytes.iter().map(|b| b ^ mask));
+}
+
+/// Appends a present field's tag.
+#[inline]
+fn put_tag(out: &mut Vec<u8>, dir: Direction) {
+    out.push(TAG_PRESENT ^ dir.mask());
+}
+
+/// The order-preserving bits of a float (layout table, `F64` row): positive values get the
+/// sign bit set so they sort above negatives; negative values are inverted so that a larger
+/// magnitude sorts lower.
+#[inline]
+fn f64_to_ordered(v: f64) -> u64 {
+    let bits = v.to_bits();
+    if bits >> 63 == 0 {
+        bits | (1 << 63)
+    } else {
+        !bits
+    }
+}
+
+/// Inverse of [`f64_to_ordered`]; a bijection on `u64`.
+#[inline]
+fn f64_from_ordered(ordered: u64) -> f64 {
+    let bits = if ordered >> 63 == 1 {
+        ordered & !(1 << 63)
+    } else {
+        !ordered
+    };
+    f64::from_bits(bits)
+}
+
+/// Appends an escaped, terminated byte string (layout table, `Str` / `Bytes` row).
+fn put_escaped(out: &mut Vec<u8>, bytes: &[u8], mask: u8) {
+    out.reserve(bytes.len() + 2);
+    for &b in bytes {
+        if b == ESCAPE {
+            out.push(ESCAPE ^ mask);
+            out.push(ESCAPED_ZERO ^ mask);
+        } else {
+            out.push(b ^ mask);
+        }
+    }
+    out.push(ESCAPE ^ mask);
+    out.push(ESCAPED_END ^ mask);
+}
+
+/// Appends the encoding of one field to `out` (tag and payload, see the layout table).
+pub fn encode_value(out: &mut Vec<u8>, value: &KeyValue, dir: Direction) {
+    let mask = dir.mask();
+    match value {
+        KeyValue::Null => out.push(TAG_NULL ^ mask),
+        KeyValue::Bool(v) => {
+            put_tag(out, dir);
+            out.push(u8::from(*v) ^ mask);
+        }
+        KeyValue::U32(v) => {
+            put_tag(out, dir);
+            put(out, &v.to_be_bytes(), mask);
+        }
+        KeyValue::U64(v) => {
+            put_tag(out, dir);
+            put(out, &v.to_be_bytes(), mask);
+        }
+        KeyValue::I32(v) => {
+            put_tag(out, dir);
+            put(out, &((*v as u32) ^ (1 << 31)).to_be_bytes(), mask);
+        }
+        KeyValue::I64(v) => {
+            put_tag(out, dir);
+            put(out, &((*v as u64) ^ (1 << 63)).to_be_bytes(), mask);
+        }
+        KeyValue::F64(v) => {
+            put_tag(out, dir);
+            put(out, &f64_to_ordered(*v).to_be_bytes(), mask);
+        }
+        KeyValue::Str(v) => {
+            put_tag(out, dir);
+            put_escaped(out, v.as_bytes(), mask);
+        }
+        KeyValue::Bytes(v) => {
+            put_tag(out, dir);
+            put_escaped(out, v, mask);
+        }
+    }
+}
+
+/// Encodes a tuple of values, every field ascending.
+pub fn encode(values: &[KeyValue]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        encode_value(&mut out, v, Direction::Asc);
+    }
+    out
+}
+
+/// Builds a key field by field.
+///
+/// ```
+/// use shoal::btree::key::{decode, KeyBuilder, KeyType, KeyValue};
+///
+/// let key = KeyBuilder::new().u64(5).str("abc").null().finish();
+/// let fields = decode(&key, &[KeyType::U64, KeyType::Str, KeyType::I32]).unwrap();
+/// assert_eq!(fields, [KeyValue::U64(5), KeyValue::Str("abc".into()), KeyValue::Null]);
+///
+/// // `desc()` makes the following fields descending, until `asc()`.
+/// let key = KeyBuilder::new().i32(1).desc().i64(-3).asc().bytes(b"x").finish();
+/// let fields = decode(&key, &[KeyType::I32.asc(), KeyType::I64.desc(), KeyType::Bytes.asc()]);
+/// assert!(fields.is_ok());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct KeyBuilder {
+    buf: Vec<u8>,
+    dir: Direction,
+}
+
+impl KeyBuilder {
+    /// An empty key; fields are ascending until [`KeyBuilder::desc`].
+    pub fn new() -> KeyBuilder {
+        KeyBuilder::default()
+    }
+
+    /// An empty key with room for `bytes` bytes.
+    pub fn with_capacity(bytes: usize) -> KeyBuilder {
+        KeyBuilder {
+            buf: Vec::with_capacity(bytes),
+            dir: Direction::Asc,
+        }
+    }
+
+    /// The fields that follow are ascending (the default).
+    pub fn asc(mut self) -> KeyBuilder {
+        self.dir = Direction::Asc;
+        self
+    }
+
+    /// The fields that follow are descending.
+    pub fn desc(mut self) -> KeyBuilder {
+        self.dir = Direction::Desc;
+        self
+    }
+
+    /// Appends any value.
+    pub fn value(mut self, value: &KeyValue) -> KeyBuilder {
+        encode_value(&mut self.buf, value, self.dir);
+        self
+    }
+
+    /// Appends a NULL.
+    pub fn null(self) -> KeyBuilder {
+        self.value(&KeyValue::Null)
+    }
+
+    /// Appends a boolean.
+    pub fn bool(self, v: bool) -> KeyBuilder {
+        self.value(&KeyValue::Bool(v))
+    }
+
+    /// Appends an unsigned 32-bit integer.
+    pub fn u32(self, v: u32) -> KeyBuilder {
+        self.value(&KeyValue::U32(v))
+    }
+
+    /// Appends an unsigned 64-bit integer.
+    pub fn u64(self, v: u64) -> KeyBuilder {
+        self.value(&KeyValue::U64(v))
+    }
+
+    /// Appends a signed 32-bit integer.
+    pub fn i32(self, v: i32) -> KeyBuilder {
+        self.value(&KeyValue::I32(v))
+    }
+
+    /// Appends a signed 64-bit integer.
+    pub fn i64(self, v: i64) -> KeyBuilder {
+        self.value(&KeyValue::I64(v))
+    }
+
+    /// Appends a float (total order; `-0.0 < +0.0`).
+    pub fn f64(self, v: f64) -> KeyBuilder {
+        self.value(&KeyValue::F64(v))
+    }
+
+    /// Appends a string.
+    pub fn str(mut self, v: &str) -> KeyBuilder {
+        put_tag(&mut self.buf, self.dir);
+        put_escaped(&mut self.buf, v.as_bytes(), self.dir.mask());
+        self
+    }
+
+    /// Appends a byte string.
+    pub fn bytes(mut self, v: &[u8]) -> KeyBuilder {
+        put_tag(&mut self.buf, self.dir);
+        put_escaped(&mut self.buf, v, self.dir.mask());
+        self
+    }
+
+    /// The key built so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The finished key.
+    pub fn finish(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+/// The smallest byte string greater than every byte string that starts with `prefix`, or
+/// `None` when there is none (`prefix` empty or all `FF`): the exclusive upper bound of a
+/// range scan over the prefix (invariant 5).
+///
+/// ```
+/// use shoal::btree::key::prefix_successor;
+/// assert_eq!(prefix_successor(&[0x01, 0x02]), Some(vec![0x01, 0x03]));
+/// assert_eq!(prefix_successor(&[0x01, 0xFF, 0xFF]), Some(vec![0x02]));
+/// assert_eq!(prefix_successor(&[0xFF]), None);
+/// ```
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xFF)?;
+    let mut succ = prefix[..=last].to_vec();
+    succ[last] += 1;
+    Some(succ)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+// ---------------------------------------------------------------------------------------------
+
+/// Decodes a whole key: exactly one value per field of `schema`, and no bytes left over.
+///
+/// `schema` is a slice of [`KeyType`] (all ascending) or of [`Field`]. Bytes that are not an
+/// encoding of such a tuple give [`Error::Corruption`] with page [`PageId::INVALID`]; use
+/// [`decode_in_page`] for a key read from a page.
+pub fn decode<F: Copy + Into<Field>>(key: &[u8], schema: &[F]) -> Result<Vec<KeyValue>> {
+    decode_in_page(key, schema, PageId::INVALID)
+}
+
+/// [`decode`] for a key read from page `page_id`, which errors name.
+pub fn decode_in_page<F: Copy + Into<Field>>(
+    key: &[u8],
+    schema: &[F],
+    page_id: PageId,
+) -> Result<Vec<KeyValue>> {
+    let mut decoder = Decoder::new(key).in_page(page_id);
+    let mut values = Vec::with_capacity(schema.len());
+    for &field in schema {
+        values.push(decoder.next_field(field)?);
+    }
+    decoder.finish()?;
+    Ok(values)
+}
+
+/// Reads a key field by field, for callers that decode only a prefix of a key or choose the
+/// next type from what they have read.
+///
+/// Every error is an [`Error::Corruption`] naming the field index and byte offset; no input
+/// makes it panic or read out of bounds.
+#[derive(Clone, Debug)]
+pub struct Decoder<'a> {
+    key: &'a [u8],
+    pos: usize,
+    field_index: usize,
+    page_id: PageId,
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder at the start of `key`.
+    pub fn new(key: &'a [u8]) -> Decoder<'a> {
+        Decoder {
+            key,
+            pos: 0,
+            field_index: 0,
+            page_id: PageId::INVALID,
+        }
+    }
+
+    /// Errors will name `page_id` as the page the key came from.
+    pub fn in_page(mut self, page_id: PageId) -> Decoder<'a> {
+        self.page_id = page_id;
+        self
+    }
+
+    /// The bytes not read yet.
+    pub fn remaining(&self) -> &'a [u8] {
+        &self.key[self.pos..]
+    }
+
+    /// Succeeds if the whole key has been read.
+    pub fn finish(self) -> Result<()> {
+        if self.pos == self.key.len() {
+            Ok(())
+        } else {
+            Err(self.error(format!(
+                "{} bytes left after the last field",
+                self.key.len() - self.pos
+            )))
+        }
+    }
+
+    /// Reads the next field, expected of `field`'s type and direction. NULL is accepted for
+    /// every type.
+    pub fn next_field(&mut self, field: impl Into<Field>) -> Result<KeyValue> {
+        let Field { ty, dir } = field.into();
+        let mask = dir.mask();
+        let value = match self.byte(mask, "tag")? {
+            TAG_NULL => KeyValue::Null,
+            TAG_PRESENT => match ty {
+                KeyType::Bool => match self.byte(mask, "bool")? {
+                    0 => KeyValue::Bool(false),
+                    1 => KeyValue::Bool(true),
+                    b => return Err(self.error(format!("bool byte {b:#04x} is not 0 or 1"))),
+                },
+                KeyType::U32 => KeyValue::U32(u32::from_be_bytes(self.array(mask, "u32")?)),
+                KeyType::U64 => KeyValue::U64(u64::from_be_bytes(self.array(mask, "u64")?)),
+                KeyType::I32 => {
+                    let u = u32::from_be_bytes(self.array(mask, "i32")?);
+                    KeyValue::I32((u ^ (1 << 31)) as i32)
+                }
+                KeyType::I64 => {
+                    let u = u64::from_be_bytes(self.array(mask, "i64")?);
+                    KeyValue::I64((u ^ (1 << 63)) as i64)
+                }
+                KeyType::F64 => {
+                    let u = u64::from_be_bytes(self.array(mask, "f64")?);
+                    KeyValue::F64(f64_from_ordered(u))
+                }
+                KeyType::Bytes => KeyValue::Bytes(self.escaped(mask)?),
+                KeyType::Str => {
+                    let start = self.pos;
+                    let bytes = self.escaped(mask)?;
+                    match String::from_utf8(bytes) {
+                        Ok(s) => KeyValue::Str(s),
+                        Err(e) => {
+                            self.pos = start;
+                            return Err(self.error(format!("string is not UTF-8: {e}")));
+                        }
+                    }
+                }
+            },
+            tag => {
+                self.pos -= 1;
+                return Err(self.error(format!("tag {tag:#04x} is neither NULL nor present")));
+            }
+        };
+        self.field_index += 1;
+        Ok(value)
+    }
+
+    /// A corruption error at the current field and offset.
+    fn error(&self, what: String) -> Error {
+        Error::corruption(
+            self.page_id,
+            format!(
+                "key field {} at byte {}: {what}",
+                self.field_index, self.pos
+            ),
+        )
+    }
+
+    /// The next byte, unmasked.
+    fn byte(&mut self, mask: u8, what: &str) -> Result<u8> {
+        match self.key.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b ^ mask)
+            }
+            None => Err(self.error(format!("key ends before the {what} byte"))),
+        }
+    }
+
+    /// The next `N` bytes, unmasked.
+    fn array<const N: usize>(&mut self, mask: u8, what: &str) -> Result<[u8; N]> {
+        let rest = self.remaining();
+        if rest.len() < N {
+            return Err(self.error(format!(
+                "key ends inside a {what}: {N} bytes needed, {} left",
+                rest.len()
+            )));
+        }
+        let mut out = [0u8; N];
+        for (o, b) in out.iter_mut().zip(rest) {
+            *o = b ^ mask;
+        }
+        self.pos += N;
+        Ok(out)
+    }
+
+    /// An escaped, terminated byte string, unescaped (layout table, `Str` / `Bytes` row).
+    fn escaped(&mut self, mask: u8) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        loop {
+            // Copy the run up to the next escape byte in one go.
+            let rest = self.remaining();
+            let run = rest.iter().position(|&b| b ^ mask == ESCAPE);
+            let run = match run {
+                Some(n) => n,
+                None => {
+                    self.pos = self.key.len();
+                    return Err(self.error("string has no terminator".to_string()));
+                }
+            };
+            out.extend(rest[..run].iter().map(|b| b ^ mask));
+            self.pos += run + 1;
+            match self.key.get(self.pos).map(|b| b ^ mask) {
+                Some(ESCAPED_END) => {
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(ESCAPED_ZERO) => {
+                    self.pos += 1;
+                    out.push(0);
+                }
+                Some(b) => {
+                    return Err(self.error(format!("bad escape 0x00 {b:#04x} in a string")));
+                }
+                None => return Err(self.error("string ends inside an escape".to_string())),
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::cmp::Ordering;
+
+    // --- The reference order (invariant 1), written independently of the encoding. ---------
+
+    /// Field order: NULL first, then the type's own order; floats by total order.
+    fn cmp_value(a: &KeyValue, b: &KeyValue) -> Ordering {
+        use KeyValue::*;
+        match (a, b) {
+            (Null, Null) => Ordering::Equal,
+            (Null, _) => Ordering::Less,
+            (_, Null) => Ordering::Greater,
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (U32(a), U32(b)) => a.cmp(b),
+            (U64(a), U64(b)) => a.cmp(b),
+            (I32(a), I32(b)) => a.cmp(b),
+            (I64(a), I64(b)) => a.cmp(b),
+            (F64(a), F64(b)) => a.total_cmp(b),
+            (Str(a), Str(b)) => a.cmp(b),
+            (Bytes(a), Bytes(b)) => a.cmp(b),
+            _ => panic!("fields of different types: {a:?} vs {b:?}"),
+        }
+    }
+
+    /// Tuple order: field by field (reversed for descending fields), then the shorter first.
+    fn cmp_tuple(schema: &[Field], a: &[KeyValue], b: &[KeyValue]) -> Ordering {
+        for ((field, x), y) in schema.iter().zip(a).zip(b) {
+            let o = match field.dir {
+                Direction::Asc => cmp_value(x, y),
+                Direction::Desc => cmp_value(x, y).reverse(),
+            };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        a.len().cmp(&b.len())
+    }
+
+    fn enc(schema: &[Field], values: &[KeyValue]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (field, v) in schema.iter().zip(values) {
+            encode_value(&mut out, v, field.dir);
+        }
+        out
+    }
+
+    // --- Strategies: edge values are over-weighted so that ties and boundaries occur. -------
+
+    fn key_type() -> impl Strategy<Value = KeyType> {
+        prop_oneof![
+            Just(KeyType::Bool),
+            Just(KeyType::U32),
+            Just(KeyType::U64),
+            Just(KeyType::I32),
+            Just(KeyType::I64),
+            Just(KeyType::F64),
+            Just(KeyType::Str),
+            Just(KeyType::Bytes),
+        ]
+    }
+
+    fn field() -> impl Strategy<Value = Field> {
+        (key_type(), any::<bool>()).prop_map(|(ty, desc)| if desc { ty.desc() } else { ty.asc() })
+    }
+
+    fn present(ty: KeyType) -> BoxedStrategy<KeyValue> {
+        match ty {
+            KeyType::Bool => any::<bool>().prop_map(KeyValue::Bool).boxed(),
+            KeyType::U32 => prop_oneof![
+                prop::sample::select(vec![0, 1, 1 << 31, u32::MAX - 1, u32::MAX]),
+                0u32..4,
+                any::<u32>(),
+            ]
+            .prop_map(KeyValue::U32)
+            .boxed(),
+            KeyType::U64 => prop_oneof![
+                prop::sample::select(vec![0, 1, 1 << 63, u64::MAX - 1, u64::MAX]),
+                0u64..4,
+                any::<u64>(),
+            ]
+            .prop_map(KeyValue::U64)
+            .boxed(),
+            KeyType::I32 => prop_oneof![
+                prop::sample::select(vec![i32::MIN, i32::MIN + 1, -1, 0, 1, i32::MAX]),
+                -3i32..3,
+                any::<i32>(),
+            ]
+            .prop_map(KeyValue::I32)
+            .boxed(),
+            KeyType::I64 => prop_oneof![
+                prop::sample::select(vec![i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX]),
+                -3i64..3,
+                any::<i64>(),
+            ]
+            .prop_map(KeyValue::I64)
+            .boxed(),
+            KeyType::F64 => prop_oneof![
+                prop::sample::select(vec![
+                    0.0,
+                    -0.0,
+                    f64::NAN,
+                    -f64::NAN,
+                    f64::INFINITY,
+                    f64::NEG_INFINITY,
+                    f64::MIN_POSITIVE,
+                    -f64::MIN_POSITIVE,
+                    f64::from_bits(1),
+                    f64::MAX,
+                    f64::MIN,
+                ]),
+                (-4i32..4).prop_map(|i| f64::from(i) / 2.0),
+                any::<u64>().prop_map(f64::from_bits),
+            ]
+            .prop_map(KeyValue::F64)
+            .boxed(),
+            KeyType::Str => prop::collection::vec(
+                prop_oneof![
+                    Just('\0'),
+                    Just('a'),
+                    Just('b'),
+                    Just('\u{FF}'),
+                    Just('\u{10FFFF}'),
+                    any::<char>(),
+                ],
+                0..5,
+            )
+            .prop_map(|cs| KeyValue::Str(cs.into_iter().collect()))
+            .boxed(),
+            KeyType::Bytes => prop::collection::vec(
+                prop_oneof![Just(0u8), Just(1), Just(0xFE), Just(0xFF), any::<u8>()],
+                0..6,
+            )
+            .prop_map(KeyValue::Bytes)
+            .boxed(),
+        }
+    }
+
+    fn value(ty: KeyType) -> BoxedStrategy<KeyValue> {
+        prop_oneof![1 => Just(KeyValue::Null), 6 => present(ty)].boxed()
+    }
+
+    fn tuple(schema: &[Field]) -> Vec<BoxedStrategy<KeyValue>> {
+        schema.iter().map(|f| value(f.ty)).collect()
+    }
+
+    /// A schema and two tuples of it, each cut to a random length (prefix tuples).
+    fn two_tuples(
+        schema: impl Strategy<Value = Vec<Field>>,
+    ) -> impl Strategy<Value = (Vec<Field>, Vec<KeyValue>, Vec<KeyValue>)> {
+        schema.prop_flat_map(|s| {
+            let n = s.len();
+            (
+                Just(s.clone()),
+                tuple(&s),
+                tuple(&s),
+                0..=n,
+                0..=n,
+                any::<bool>(),
+            )
+                .prop_map(|(s, mut a, mut b, la, lb, cut)| {
+                    if cut {
+                        a.truncate(la);
+                        b.truncate(lb);
+                    }
+                    (s, a, b)
+                })
+        })
+    }
+
+    /// Schemas of one to three fields of a single type, either direction.
+    fn single_type_schema() -> impl Strategy<Value = Vec<Field>> {
+        (key_type(), prop::collection::vec(any::<bool>(), 1..=3)).prop_map(|(ty, dirs)| {
+            dirs.into_iter()
+                .map(|d| if d { ty.desc() } else { ty.asc() })
+                .collect()
+        })
+    }
+
+    /// Checks invariants 1 and 3 on one pair.
+    fn check_pair(schema: &[Field], a: &[KeyValue], b: &[KeyValue]) -> Result<(), TestCaseError> {
+        let (ea, eb) = (enc(schema, a), enc(schema, b));
+        prop_assert_eq!(ea.cmp(&eb), cmp_tuple(schema, a, b), "{:?} vs {:?}", a, b);
+        // Invariant 2: the encoding of a prefix tuple is a byte prefix.
+        if a.len() <= b.len() && a == &b[..a.len()] {
+            prop_assert!(eb.starts_with(&ea));
+        }
+        let da = decode(&ea, &schema[..a.len()]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&da[..], a);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Invariant 1 per type: encoded order is value order, both directions.
+        #[test]
+        fn order_single_type((schema, a, b) in two_tuples(single_type_schema())) {
+            check_pair(&schema, &a, &b)?;
+        }
+
+        /// Invariant 1 on composite keys of mixed types and directions, prefixes included.
+        #[test]
+        fn order_composite((schema, a, b) in two_tuples(prop::collection::vec(field(), 0..5))) {
+            check_pair(&schema, &a, &b)?;
+        }
+
+        /// Decoding any bytes returns a value or an error, never a panic; what it accepts is
+        /// exactly an encoding (invariant 3).
+        #[test]
+        fn decode_arbitrary_bytes(
+            schema in prop::collection::vec(field(), 0..4),
+            bytes in prop::collection::vec(
+                prop_oneof![Just(0u8), Just(1), Just(0xFE), Just(0xFF), any::<u8>()], 0..40),
+        ) {
+            if let Ok(values) = decode(&bytes, &schema) {
+                prop_assert_eq!(enc(&schema, &values), bytes);
+            }
+        }
+
+        /// Valid keys with one byte changed, cut or inserted: no panic, and canonical.
+        #[test]
+        fn decode_mutated_keys(
+            (schema, a, _b) in two_tuples(prop::collection::vec(field(), 1..4)),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            how in 0..3,
+        ) {
+            let mut bytes = enc(&schema, &a);
+            if !bytes.is_empty() {
+                let i = at.index(bytes.len());
+                match how {
+                    0 => bytes[i] = byte,
+                    1 => bytes.truncate(i),
+                    _ => bytes.insert(i, byte),
+                }
+            }
+            if let Ok(values) = decode(&bytes, &schema) {
+                prop_assert_eq!(enc(&schema, &values), bytes);
+            }
+        }
+
+        /// Invariant 5: `[p, prefix_successor(p))` holds exactly the keys that start with `p`.
+        #[test]
+        fn prefix_successor_bounds(
+            p in prop::collection::vec(prop_oneof![Just(0xFFu8), Just(0), any::<u8>()], 0..5),
+            k in prop::collection::vec(prop_oneof![Just(0xFFu8), Just(0), any::<u8>()], 0..7),
+        ) {
+            let below_successor = match prefix_successor(&p) {
+                Some(s) => k < s,
+                None => true,
+            };
+            let in_range = k >= p && below_successor;
+            prop_assert_eq!(in_range, k.starts_with(&p), "p={:?} k={:?}", p, k);
+        }
+    }
+
+    // --- Edge cases. ---------------------------------------------------------------------------
+
+    /// Encodes each value alone (ascending) and checks the encodings sort in the given order.
+    fn assert_strictly_ascending(values: &[KeyValue]) {
+        let encoded: Vec<Vec<u8>> = values
+            .iter()
+            .map(|v| encode(std::slice::from_ref(v)))
+            .collect();
+        for (i, pair) in encoded.windows(2).enumerate() {
+            assert!(
+                pair[0] < pair[1],
+                "{:?} should sort before {:?}",
+                values[i],
+                values[i + 1]
+            );
+        }
+        for (v, e) in values.iter().zip(&encoded) {
+            let ty = v.key_type().unwrap_or(KeyType::U64);
+            assert_eq!(&decode(e, &[ty]).unwrap()[0], v);
+        }
+    }
+
+    #[test]
+    fn layout_matches_the_table() {
+        let key = KeyBuilder::new().u64(5).str("a\0b").null().finish();
+        assert_eq!(
+            key,
+            [1, 0, 0, 0, 0, 0, 0, 0, 5, 1, b'a', 0, 0xFF, b'b', 0, 0, 0]
+        );
+        assert_eq!(KeyBuilder::new().bool(true).finish(), [1, 1]);
+        assert_eq!(KeyBuilder::new().u32(0x0102_0304).finish(), [1, 1, 2, 3, 4]);
+        assert_eq!(KeyBuilder::new().i32(0).finish(), [1, 0x80, 0, 0, 0]);
+        assert_eq!(
+            KeyBuilder::new().i32(-1).finish(),
+            [1, 0x7F, 0xFF, 0xFF, 0xFF]
+        );
+        assert_eq!(
+            KeyBuilder::new().f64(0.0).finish(),
+            [1, 0x80, 0, 0, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(
+            KeyBuilder::new().f64(-0.0).finish(),
+            [1, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+        );
+        assert_eq!(KeyBuilder::new().str("").finish(), [1, 0, 0]);
+        // Descending: every byte inverted, tag included.
+        assert_eq!(
+            KeyBuilder::new().desc().u32(1).finish(),
+            [0xFE, 0xFF, 0xFF, 0xFF, 0xFE]
+        );
+        assert_eq!(KeyBuilder::new().desc().null().finish(), [0xFF]);
+        assert_eq!(
+            KeyBuilder::new().desc().bytes(&[0]).finish(),
+            [0xFE, 0xFF, 0, 0xFF, 0xFF]
+        );
+        // The builder and `encode` agree.
+        let values = [
+            KeyValue::I64(-7),
+            KeyValue::Bytes(vec![0, 0xFF]),
+            KeyValue::Null,
+        ];
+        let built = KeyBuilder::new().i64(-7).bytes(&[0, 0xFF]).null().finish();
+        assert_eq!(encode(&values), built);
+    }
+
+    #[test]
+    fn null_sorts_before_every_value_of_every_type() {
+        let null = encode(&[KeyValue::Null]);
+        for v in [
+            KeyValue::Bool(false),
+            KeyValue::U32(0),
+            KeyValue::U64(0),
+            KeyValue::I32(i32::MIN),
+            KeyValue::I64(i64::MIN),
+            KeyValue::F64(-f64::NAN),
+            KeyValue::Str(String::new()),
+            KeyValue::Bytes(Vec::new()),
+        ] {
+            assert!(null < encode(std::slice::from_ref(&v)), "{v:?}");
+            let desc = KeyBuilder::new().desc().value(&v).finish();
+            assert!(
+                KeyBuilder::new().desc().null().finish() > desc,
+                "{v:?} desc"
+            );
+        }
+    }
+
+    #[test]
+    fn integer_extremes() {
+        let i64s = [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX];
+        assert_strictly_ascending(&i64s.map(KeyValue::I64));
+        let i32s = [i32::MIN, -256, -1, 0, 1, 256, i32::MAX];
+        assert_strictly_ascending(&i32s.map(KeyValue::I32));
+        assert_strictly_ascending(&[0, 1, 255, 256, u64::MAX].map(KeyValue::U64));
+        assert_strictly_ascending(&[0, 1, 255, 256, u32::MAX].map(KeyValue::U32));
+        assert_strictly_ascending(&[false, true].map(KeyValue::Bool));
+    }
+
+    #[test]
+    fn floats_by_total_order() {
+        let nan_payload = f64::from_bits(0x7FF8_0000_0000_0123);
+        let floats = [
+            -f64::NAN,
+            f64::NEG_INFINITY,
+            f64::MIN,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            -f64::from_bits(1),
+            -0.0,
+            0.0,
+            f64::from_bits(1),
+            f64::MIN_POSITIVE,
+            1.0,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            nan_payload,
+        ];
+        assert_strictly_ascending(&floats.map(KeyValue::F64));
+        // Round trip keeps the exact bits: the sign of zero and the NaN payload.
+        for f in floats {
+            let back = decode(&KeyBuilder::new().f64(f).finish(), &[KeyType::F64]).unwrap();
+            match back[0] {
+                KeyValue::F64(g) => assert_eq!(g.to_bits(), f.to_bits()),
+                ref other => panic!("{other:?}"),
+            }
+        }
+        assert_ne!(KeyValue::F64(0.0), KeyValue::F64(-0.0));
+        assert_eq!(KeyValue::F64(f64::NAN), KeyValue::F64(f64::NAN));
+    }
+
+    #[test]
+    fn strings_with_zero_and_ff_bytes() {
+        let bytes: [&[u8]; 9] = [
+            b"",
+            &[0],
+            &[0, 0],
+            &[0, 0xFF],
+            &[1],
+            &[0xFE, 0xFF],
+            &[0xFF],
+            &[0xFF, 0],
+            &[0xFF, 0xFF],
+        ];
+        assert_strictly_ascending(&bytes.map(|b| KeyValue::Bytes(b.to_vec())));
+        let strs = [
+            "",
+            "\0",
+            "\0\0",
+            "\0a",
+            "a",
+            "a\0",
+            "ab",
+            "\u{FF}",
+            "\u{10FFFF}",
+        ];
+        assert_strictly_ascending(&strs.map(|s| KeyValue::Str(s.to_string())));
+    }
+
+    #[test]
+    fn string_prefix_sorts_first_inside_a_composite() {
+        // ("ab", MAX) < ("ab\0", 0) < ("ab\0", MAX) < ("abc", 0), whatever follows the string.
+        let keys = [
+            KeyBuilder::new().str("ab").u64(u64::MAX).finish(),
+            KeyBuilder::new().str("ab\0").u64(0).finish(),
+            KeyBuilder::new().str("ab\0").u64(u64::MAX).finish(),
+            KeyBuilder::new().str("abc").u64(0).finish(),
+        ];
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        // The same when the next field is descending and starts with 0xFF/0xFE.
+        let a = KeyBuilder::new().str("ab").desc().null().finish();
+        let b = KeyBuilder::new().str("ab\0").desc().null().finish();
+        assert!(a < b);
+        // A prefix tuple sorts before its extensions and is their byte prefix.
+        let short = KeyBuilder::new().str("ab").finish();
+        assert!(short < keys[0] && keys[0].starts_with(&short));
+        // The prefix's successor bounds exactly the keys with that string field.
+        let succ = prefix_successor(&short).unwrap();
+        assert!(keys[0] < succ && keys[1] > succ);
+        let schema = [KeyType::Str, KeyType::U64];
+        assert_eq!(
+            decode(&keys[1], &schema).unwrap(),
+            [KeyValue::Str("ab\0".into()), KeyValue::U64(0)]
+        );
+    }
+
+    #[test]
+    fn prefix_successor_cases() {
+        assert_eq!(prefix_successor(&[]), None);
+        assert_eq!(prefix_successor(&[0xFF, 0xFF]), None);
+        assert_eq!(prefix_successor(&[0]), Some(vec![1]));
+        assert_eq!(prefix_successor(&[1, 0xFE]), Some(vec![1, 0xFF]));
+        assert_eq!(prefix_successor(&[1, 0xFF, 0xFF]), Some(vec![2]));
+    }
+
+    /// The reason of a corruption error, or a panic if `r` is anything else.
+    fn corruption_reason(r: Result<Vec<KeyValue>>) -> (PageId, String) {
+        match r {
+            Err(Error::Corruption { page_id, reason }) => (page_id, reason),
+            other => panic!("expected a corruption error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_keys_are_corruption_errors() {
+        let cases: [(&[u8], KeyType, &str); 9] = [
+            (&[], KeyType::U64, "before the tag"),
+            (&[1, 0, 0], KeyType::U64, "ends inside a u64"),
+            (&[2], KeyType::I32, "tag 0x02"),
+            (&[1, 2], KeyType::Bool, "bool byte 0x02"),
+            (&[1, b'a', 0, 1], KeyType::Bytes, "bad escape"),
+            (&[1, b'a'], KeyType::Str, "no terminator"),
+            (&[1, b'a', 0], KeyType::Str, "inside an escape"),
+            (&[1, 0xC3, 0, 0], KeyType::Str, "not UTF-8"),
+            (&[0, 0], KeyType::Str, "1 bytes left"),
+        ];
+        for (bytes, ty, want) in cases {
+            let (page_id, reason) = corruption_reason(decode(bytes, &[ty]));
+            assert_eq!(page_id, PageId::INVALID);
+            assert!(reason.contains(want), "{bytes:?} as {ty:?}: {reason}");
+        }
+        // The message names the field and the offset; `decode_in_page` names the page.
+        let key = KeyBuilder::new().u32(1).bytes(&[1, 2]).finish();
+        let (page_id, reason) = corruption_reason(decode_in_page(
+            &key[..key.len() - 1],
+            &[KeyType::U32, KeyType::Bytes],
+            PageId(42),
+        ));
+        assert_eq!(page_id, PageId(42));
+        assert!(reason.starts_with("key field 1 at byte"), "{reason}");
+        // Right bytes, wrong direction.
+        let desc = KeyBuilder::new().desc().str("x").finish();
+        assert!(decode(&desc, &[KeyType::Str]).is_err());
+        assert_eq!(
+            decode(&desc, &[KeyType::Str.desc()]).unwrap(),
+            [KeyValue::Str("x".into())]
+        );
+    }
+
+    #[test]
+    fn decoder_reads_a_prefix() {
+        let key = KeyBuilder::new()
+            .i32(-5)
+            .desc()
+            .str("q")
+            .asc()
+            .null()
+            .finish();
+        let mut d = Decoder::new(&key);
+        assert_eq!(d.next_field(KeyType::I32).unwrap(), KeyValue::I32(-5));
+        assert_eq!(d.remaining().len(), key.len() - 5);
+        assert!(d.clone().finish().is_err());
+        assert_eq!(
+            d.next_field(KeyType::Str.desc()).unwrap(),
+            KeyValue::Str("q".into())
+        );
+        assert_eq!(d.next_field(KeyType::F64).unwrap(), KeyValue::Null);
+        assert!(d.finish().is_ok());
+    }
+}

@@ -1,0 +1,97 @@
+//! # B+-tree with optimistic lock coupling
+//!
+//! Job: map byte-string keys (memcomparable, see [`key`]) to byte-string values in pages of
+//! the buffer pool, with lookups that write no shared memory, changes logged for ARIES
+//! restart, structure modifications that a crash or a rollback never leaves half done, range
+//! cursors that survive latch release, and a verifier (DESIGN.md §3.9). Tables (clustered on
+//! their primary key) and secondary indexes are B-trees.
+//!
+//! ```text
+//!                       root (page never moves; grows in place)      level 2
+//!                   c0 │ k1 │ k2                                      inner: [key][child]
+//!          ┌──────────┘    │   └──────────┐
+//!     [-inf,k1)        [k1,k2)        [k2,+inf)                       level 1
+//!        │ ─ right ─►     │ ─ right ─►    │
+//!     leaves: slot 0 = low fence, slot 1 = high fence, 2.. = [key][tag][value]   level 0
+//! ```
+//!
+//! The node layout is in `node.rs` and `docs/format.md` ("B-tree node"); the log records in
+//! `wal.rs`.
+//!
+//! ## Rules
+//! 1. **Fences.** Every node stores its key range `[low fence, high fence)`; a parent's
+//!    separators partition its range among its children exactly, and each level's right
+//!    links chain its nodes in key order. A node's fences and level never change except by a
+//!    structure modification under the X latches of the node and its parent.
+//! 2. **Optimistic lock coupling** (Leis et al., "The ART of Practical Synchronization",
+//!    DaMoN 2016; Böttcher et al., DaMoN 2020). A descent reads every node optimistically:
+//!    read the node, *validate its version*, fix the child optimistically, *validate the
+//!    parent again* (so the child pointer was current when the child's version was taken),
+//!    go on. Nothing is latched and nothing shared is written on the way down — in
+//!    particular not the root, the hot spot that took 99.2% of Derby's latch waits (seed 000
+//!    §5.1.2). Anything read from an unvalidated page, errors included, is believed only
+//!    after validation; a failed validation restarts the operation from the root.
+//! 3. **Writers latch one leaf.** An insert, update or delete descends optimistically and
+//!    upgrades the leaf's optimistic read to an X latch (which fails if the leaf changed
+//!    since it was read: restart). If the leaf lacks room, the writer lets go and *makes
+//!    room* first (`smo.rs`): it descends again, allocates and fixes the new page(s) with no
+//!    latch held (no I/O under a latch others need, DESIGN.md principle 6), upgrades parent
+//!    then child, and splits; if the parent lacks room for the separator it lets go and
+//!    splits the parent first. Latches are taken top-down and, at one level, left to right;
+//!    upgrades never wait for an X holder (they fail instead), so there is no latch deadlock.
+//! 4. **Splits.** The left node keeps entries `0..k`, the new right node gets the rest and
+//!    the left node's high fence and right link; the separator (the right node's first key)
+//!    goes into the parent. `k` is the insertion point when the key goes after every entry
+//!    (and next to it when it goes first in a leaf), so a tree loaded in key order is left
+//!    nearly full (Derby's highest-key split); otherwise the byte-wise middle. The root splits
+//!    by moving its entries into two new children and becoming their parent (root growth).
+//! 5. **Structure modifications are system transactions** (DESIGN.md §3.6; ARIES nested top
+//!    actions, Mohan et al., TODS 1992, §10.3). A split logs the new page's image, the left
+//!    page's truncation (undo: put the right half back) and the parent's new separator (undo:
+//!    remove it) as `SystemUpdate` records, and appends its `Commit` while it still holds all
+//!    three latches (transaction rule 8). So a crash in the middle leaves an incomplete
+//!    system transaction that restart rolls back page-oriented, before any user transaction
+//!    (recovery rule 4), and a user rollback never un-splits a page other transactions use.
+//! 6. **User changes are logged with logical undo.** Redo is physical to the leaf (insert,
+//!    replace or remove the entry with this key); undo names the tree and the key, and a
+//!    rollback descends the tree to find the key wherever it now lives, splitting if putting
+//!    it back needs room. Its changes are compensation records.
+//! 7. **Cursors** hold nothing between batches: a batch is one leaf read optimistically and
+//!    copied, and the next batch re-seeks from the root at the leaf's high fence (forward) or
+//!    just below its low fence (backward), so every key present throughout a scan is
+//!    returned exactly once, in order, whatever splits happen in between.
+//! 8. **Limits**: keys up to an eighth of a page (at most 1,024 bytes), key and value up to a
+//!    quarter of a page, so two fences and any two entries fit a node and a split always
+//!    makes room.
+//! 9. [`BTree::verify`] checks rules 1, 8 and the page-level invariants of every node.
+//!
+//! ## What recovery does with an interrupted structure change
+//! Redo repeats history, so after redo the pages hold whatever prefix of the split's
+//! records reached the durable log: the new page only (unreachable), or also the truncated
+//! left page (its right half reachable from nowhere but the new page), or also the parent's
+//! separator. The split's system transaction has no `Commit`, so undo rolls it back first:
+//! the separator is removed and the left page gets its entries back from the right page,
+//! which nobody else touched (it was latched until the crash). The new page is left
+//! allocated but unreachable (a leak, like the space manager's reserved extents after a
+//! crash; it never causes a double use).
+//!
+//! ## Not done yet
+//! Merging underfull nodes and shrinking the root, values larger than a quarter page
+//! (overflow pages), key-range locks (lock-manager issue), prefix truncation.
+
+mod cursor;
+pub mod key;
+mod node;
+mod smo;
+mod tree;
+mod verify;
+mod wal;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub use cursor::{Cursor, ScanDirection};
+pub use node::max_key_bytes;
+pub use tree::BTree;
+pub use verify::VerifyReport;
+pub use wal::{BTreeRm, RM_BTREE};

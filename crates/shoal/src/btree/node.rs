@@ -1,0 +1,582 @@
+//! B-tree node format: a slotted page (`page::slotted`) whose special area holds the node's
+//! level and links, whose slots 0 and 1 hold its fence keys, and whose slots 2.. hold its
+//! entries in key order. The byte layout is in `docs/format.md` ("B-tree node").
+//!
+//! ```text
+//!  special area (32 bytes)            slots
+//!  0  level u16   (0 = leaf)          0  low fence   [0] = -inf | [1][key]   (inclusive)
+//!  2  flags u16   (0)                 1  high fence  [0] = +inf | [1][key]   (exclusive)
+//!  4  reserved u32 (0)                2.. entries, strictly increasing by key:
+//!  8  right sibling PageId (INVALID)      leaf:  [key_len u16][key][value tag u8][value]
+//! 16  child0 PageId (inner; leaf INVALID)  inner: [key_len u16][key][child PageId u64]
+//! 24  tree id = the tree's root PageId
+//! ```
+//!
+//! An inner node with entries `(k1, c1) … (kn, cn)` and leftmost child `c0` sends a key `x`
+//! to `c0` if `x < k1`, else to the `ci` of the last `ki <= x`. Every node covers the keys of
+//! `[low fence, high fence)`; its children's fences partition that range.
+//!
+//! Reads are generic over [`PageRead`] so the same code runs on optimistic (unvalidated)
+//! frames: every offset and length read from the page is bounds-checked and a bad one is
+//! [`Error::Corruption`], never a panic — an optimistic reader validates its latch before it
+//! believes such an error (sync rule O2).
+
+use crate::error::{Error, Result};
+use crate::page::slotted::{self, Slotted, SlottedMut, SLOT_SIZE, SPECIAL_OFFSET};
+use crate::page::{PageRead, PageType, PageWrite};
+use crate::types::PageId;
+use std::cmp::Ordering;
+use std::ops::Range;
+
+/// Bytes of the B-tree special area.
+pub(crate) const SPECIAL_BYTES: usize = 32;
+/// Slot of the first entry (slots 0 and 1 are the fences).
+pub(crate) const FIRST_ENTRY: usize = 2;
+/// Levels above this are corruption (a tree of 8 KiB pages never gets near it).
+pub(crate) const MAX_LEVEL: u16 = 24;
+const SP_LEVEL: usize = 0;
+const SP_FLAGS: usize = 2;
+const SP_RIGHT: usize = 8;
+const SP_CHILD0: usize = 16;
+const SP_TREE: usize = 24;
+const FENCE_INFINITE: u8 = 0;
+const FENCE_KEY: u8 = 1;
+/// Bytes of an entry before its key (the key length).
+pub(crate) const KEY_LEN_BYTES: usize = 2;
+/// Tag byte of an inline leaf value.
+pub(crate) const VALUE_INLINE: u8 = 0;
+
+/// Bytes of a page of `page_size` bytes available to fences, entries and their slots.
+pub(crate) fn usable_bytes(page_size: usize) -> usize {
+    page_size - SPECIAL_OFFSET - SPECIAL_BYTES
+}
+
+/// Longest key in bytes for a page size: an eighth of the usable page, at most 1,024 bytes
+/// (so two fences and any two entries always fit one page, and a split always makes room).
+pub fn max_key_bytes(page_size: usize) -> usize {
+    (usable_bytes(page_size) / 8).min(1024)
+}
+
+/// Longest leaf entry (key, value and their framing, without the slot) in bytes: a quarter
+/// of the usable page less a margin, so a node with its fences and two entries of any size
+/// fits one page.
+pub(crate) fn max_entry_bytes(page_size: usize) -> usize {
+    usable_bytes(page_size) / 4 - 2 * SLOT_SIZE
+}
+
+/// The page type of a node of `level`.
+pub(crate) fn page_type(level: u16) -> PageType {
+    if level == 0 {
+        PageType::BTreeLeaf
+    } else {
+        PageType::BTreeInner
+    }
+}
+
+/// A leaf entry record: `[key_len u16][key][value]` (`value` includes its tag byte).
+pub(crate) fn leaf_entry(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut e = Vec::with_capacity(KEY_LEN_BYTES + key.len() + value.len());
+    e.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    e.extend_from_slice(key);
+    e.extend_from_slice(value);
+    e
+}
+
+/// An inner entry record: `[key_len u16][key][child u64]`.
+pub(crate) fn inner_entry(key: &[u8], child: PageId) -> Vec<u8> {
+    leaf_entry(key, &child.0.to_le_bytes())
+}
+
+/// The key of an entry record.
+///
+/// # Errors
+/// [`Error::Corruption`] naming `page` if the key length runs past the record.
+pub(crate) fn entry_key(page: PageId, rec: &[u8]) -> Result<&[u8]> {
+    let n = rec
+        .get(..KEY_LEN_BYTES)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+        .ok_or_else(|| Error::corruption(page, "B-tree entry shorter than its key length"))?;
+    rec.get(KEY_LEN_BYTES..KEY_LEN_BYTES + n)
+        .ok_or_else(|| Error::corruption(page, format!("B-tree entry key of {n} bytes overruns")))
+}
+
+fn fence_record(fence: &Option<Vec<u8>>) -> Vec<u8> {
+    match fence {
+        None => vec![FENCE_INFINITE],
+        Some(k) => {
+            let mut r = Vec::with_capacity(1 + k.len());
+            r.push(FENCE_KEY);
+            r.extend_from_slice(k);
+            r
+        }
+    }
+}
+
+fn parse_fence(page: PageId, rec: &[u8]) -> Result<Option<Vec<u8>>> {
+    match rec.split_first() {
+        Some((&FENCE_INFINITE, [])) => Ok(None),
+        Some((&FENCE_KEY, k)) => Ok(Some(k.to_vec())),
+        _ => Err(Error::corruption(page, "bad B-tree fence record")),
+    }
+}
+
+/// A read view of a node. The fields are a snapshot taken by [`Node::open`].
+pub(crate) struct Node<'a, P: PageRead + ?Sized> {
+    s: Slotted<'a, P>,
+    /// 0 for a leaf.
+    pub(crate) level: u16,
+    /// Right sibling at the same level, [`PageId::INVALID`] for the last node of a level.
+    pub(crate) right: PageId,
+    /// Leftmost child (inner nodes).
+    pub(crate) child0: PageId,
+    /// The tree's root page id.
+    pub(crate) tree: PageId,
+}
+
+impl<'a, P: PageRead + ?Sized> Node<'a, P> {
+    /// Opens a view, checking in O(1) the slotted header, the page type against the level,
+    /// the special area and the two fence slots.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if any of these is wrong.
+    pub(crate) fn open(page: &'a P) -> Result<Self> {
+        let s = Slotted::open(page)?;
+        let pid = s.page_id();
+        if s.special_len() != SPECIAL_BYTES || s.slot_count() < FIRST_ENTRY {
+            return Err(Error::corruption(
+                pid,
+                "not a B-tree node (special area or fences)",
+            ));
+        }
+        let mut sp = [0u8; SPECIAL_BYTES];
+        s.read_special(0, &mut sp)?;
+        let u64_at = |o: usize| u64::from_le_bytes(sp[o..o + 8].try_into().expect("8 bytes"));
+        let level = u16::from_le_bytes([sp[SP_LEVEL], sp[SP_LEVEL + 1]]);
+        let ty = crate::page::header::page_type(page);
+        if level > MAX_LEVEL || ty != Some(page_type(level)) {
+            return Err(Error::corruption(
+                pid,
+                format!("B-tree node of level {level} has page type {ty:?}"),
+            ));
+        }
+        Ok(Node {
+            s,
+            level,
+            right: PageId(u64_at(SP_RIGHT)),
+            child0: PageId(u64_at(SP_CHILD0)),
+            tree: PageId(u64_at(SP_TREE)),
+        })
+    }
+
+    pub(crate) fn page_id(&self) -> PageId {
+        self.s.page_id()
+    }
+
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.level == 0
+    }
+
+    /// Number of entries (fences not counted).
+    pub(crate) fn entry_count(&self) -> usize {
+        self.s.slot_count() - FIRST_ENTRY
+    }
+
+    /// Free bytes for new records and their slots, after compaction.
+    pub(crate) fn free_bytes(&self) -> usize {
+        self.s.free_space_total()
+    }
+
+    fn corrupt(&self, why: impl Into<String>) -> Error {
+        Error::corruption(self.page_id(), why)
+    }
+
+    /// Byte range of entry `i`'s key within the page.
+    fn key_range(&self, i: usize) -> Result<Range<usize>> {
+        let r = self.s.record_range(FIRST_ENTRY + i)?;
+        if r.len() < KEY_LEN_BYTES {
+            return Err(self.corrupt(format!("entry {i} shorter than its key length")));
+        }
+        let n = self.s.page().u16_at(r.start) as usize;
+        if KEY_LEN_BYTES + n > r.len() {
+            return Err(self.corrupt(format!("entry {i}: key of {n} bytes overruns the entry")));
+        }
+        Ok(r.start + KEY_LEN_BYTES..r.start + KEY_LEN_BYTES + n)
+    }
+
+    /// Compares entry `i`'s key with `key`.
+    pub(crate) fn cmp_key(&self, i: usize, key: &[u8]) -> Result<Ordering> {
+        let r = self.key_range(i)?;
+        let common = r.len().min(key.len());
+        let mut chunk = [0u8; 64];
+        let mut done = 0;
+        while done < common {
+            let n = (common - done).min(chunk.len());
+            self.s.page().read_into(r.start + done, &mut chunk[..n]);
+            match chunk[..n].cmp(&key[done..done + n]) {
+                Ordering::Equal => done += n,
+                unequal => return Ok(unequal),
+            }
+        }
+        Ok(r.len().cmp(&key.len()))
+    }
+
+    /// Binary search: `Ok(i)` if entry `i` has `key`, `Err(i)` if `key` belongs before entry
+    /// `i` (`i` may be [`Node::entry_count`]).
+    pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
+        let (mut lo, mut hi) = (0, self.entry_count());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.cmp_key(mid, key)? {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok(Ok(mid)),
+            }
+        }
+        Ok(Err(lo))
+    }
+
+    /// Entry `i`'s key.
+    pub(crate) fn key(&self, i: usize) -> Result<Vec<u8>> {
+        let r = self.key_range(i)?;
+        Ok(self.s.page().to_vec(r.start, r.len()))
+    }
+
+    /// Entry `i`'s whole record.
+    pub(crate) fn entry(&self, i: usize) -> Result<Vec<u8>> {
+        self.s.get(FIRST_ENTRY + i)
+    }
+
+    /// Length in bytes of entry `i`'s record.
+    pub(crate) fn entry_len(&self, i: usize) -> Result<usize> {
+        self.s.record_len(FIRST_ENTRY + i)
+    }
+
+    /// The bytes of leaf entry `i` after its key (the tagged value).
+    pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>> {
+        let k = self.key_range(i)?;
+        let r = self.s.record_range(FIRST_ENTRY + i)?;
+        Ok(self.s.page().to_vec(k.end, r.end - k.end))
+    }
+
+    /// Inner entry `i`'s child.
+    pub(crate) fn child(&self, i: usize) -> Result<PageId> {
+        let k = self.key_range(i)?;
+        let r = self.s.record_range(FIRST_ENTRY + i)?;
+        if r.end - k.end != 8 {
+            return Err(self.corrupt(format!("inner entry {i} has no 8-byte child")));
+        }
+        self.check_child(PageId(self.s.page().u64_at(k.end)))
+    }
+
+    fn check_child(&self, c: PageId) -> Result<PageId> {
+        if c.is_valid() && c.0 != 0 {
+            Ok(c)
+        } else {
+            Err(self.corrupt(format!("inner node has child {c}")))
+        }
+    }
+
+    /// The child whose range holds `key`.
+    pub(crate) fn child_for(&self, key: &[u8]) -> Result<PageId> {
+        match self.search(key)? {
+            Ok(i) => self.child(i),
+            Err(0) => self.check_child(self.child0),
+            Err(i) => self.child(i - 1),
+        }
+    }
+
+    /// The child whose range holds the keys just below `key` (for backward scans).
+    pub(crate) fn child_before(&self, key: &[u8]) -> Result<PageId> {
+        match self.search(key)? {
+            Ok(0) | Err(0) => self.check_child(self.child0),
+            Ok(i) | Err(i) => self.child(i - 1),
+        }
+    }
+
+    /// Child `i` in order: `child0` for 0, entry `i - 1`'s child otherwise.
+    pub(crate) fn nth_child(&self, i: usize) -> Result<PageId> {
+        if i == 0 {
+            self.check_child(self.child0)
+        } else {
+            self.child(i - 1)
+        }
+    }
+
+    fn fence(&self, slot: usize) -> Result<Option<Vec<u8>>> {
+        parse_fence(self.page_id(), &self.s.get(slot)?)
+    }
+
+    /// The low fence (`None` = minus infinity), inclusive.
+    pub(crate) fn low_fence(&self) -> Result<Option<Vec<u8>>> {
+        self.fence(0)
+    }
+
+    /// The high fence (`None` = plus infinity), exclusive.
+    pub(crate) fn high_fence(&self) -> Result<Option<Vec<u8>>> {
+        self.fence(1)
+    }
+
+    /// True if `key` lies in `[low fence, high fence)`.
+    pub(crate) fn covers(&self, key: &[u8]) -> Result<bool> {
+        let low_ok = match self.low_fence()? {
+            None => true,
+            Some(l) => l.as_slice() <= key,
+        };
+        Ok(low_ok
+            && match self.high_fence()? {
+                None => true,
+                Some(h) => key < h.as_slice(),
+            })
+    }
+
+    /// A full owned copy of the node.
+    pub(crate) fn image(&self) -> Result<NodeImage> {
+        Ok(NodeImage {
+            level: self.level,
+            right: self.right,
+            child0: self.child0,
+            tree: self.tree,
+            low: self.low_fence()?,
+            high: self.high_fence()?,
+            entries: (0..self.entry_count())
+                .map(|i| self.entry(i))
+                .collect::<Result<_>>()?,
+        })
+    }
+}
+
+/// An owned description of a whole node: what a split or merge builds and what the
+/// `FORMAT` log operation carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NodeImage {
+    pub(crate) level: u16,
+    pub(crate) right: PageId,
+    pub(crate) child0: PageId,
+    pub(crate) tree: PageId,
+    pub(crate) low: Option<Vec<u8>>,
+    pub(crate) high: Option<Vec<u8>>,
+    /// Entry records in key order.
+    pub(crate) entries: Vec<Vec<u8>>,
+}
+
+impl NodeImage {
+    /// An empty leaf covering every key: a new tree's root.
+    pub(crate) fn empty_root(tree: PageId) -> NodeImage {
+        NodeImage {
+            level: 0,
+            right: PageId::INVALID,
+            child0: PageId::INVALID,
+            tree,
+            low: None,
+            high: None,
+            entries: Vec::new(),
+        }
+    }
+
+    /// Formats `page` (page id `pid`) as this node.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming `pid` if the node does not fit the page (a log record
+    /// that describes an impossible node).
+    pub(crate) fn write_to<W: PageWrite + ?Sized>(&self, page: &mut W, pid: PageId) -> Result<()> {
+        if self.level > MAX_LEVEL {
+            return Err(Error::corruption(pid, format!("node level {}", self.level)));
+        }
+        let mut s = slotted::init(page, pid, page_type(self.level), SPECIAL_BYTES);
+        let mut sp = [0u8; SPECIAL_BYTES];
+        sp[SP_LEVEL..SP_LEVEL + 2].copy_from_slice(&self.level.to_le_bytes());
+        sp[SP_FLAGS..SP_FLAGS + 2].copy_from_slice(&0u16.to_le_bytes());
+        sp[SP_RIGHT..SP_RIGHT + 8].copy_from_slice(&self.right.0.to_le_bytes());
+        sp[SP_CHILD0..SP_CHILD0 + 8].copy_from_slice(&self.child0.0.to_le_bytes());
+        sp[SP_TREE..SP_TREE + 8].copy_from_slice(&self.tree.0.to_le_bytes());
+        s.write_special(0, &sp)?;
+        let records = [fence_record(&self.low), fence_record(&self.high)];
+        for r in records.iter().chain(self.entries.iter()) {
+            s.push(r)?
+                .map_err(|no| Error::corruption(pid, format!("B-tree node image: {no}")))?;
+        }
+        Ok(())
+    }
+
+    /// Bytes the node takes in a page (records and slots).
+    pub(crate) fn used_bytes(&self) -> usize {
+        let fences = fence_record(&self.low).len() + fence_record(&self.high).len();
+        let entries: usize = self.entries.iter().map(Vec::len).sum();
+        fences + entries + SLOT_SIZE * (FIRST_ENTRY + self.entries.len())
+    }
+
+    /// Appends the encoding `[level u16][right u64][child0 u64][tree u64][low fence rec len
+    /// u16][rec][high …][count u32]([len u16][entry])*`.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.level.to_le_bytes());
+        for p in [self.right, self.child0, self.tree] {
+            out.extend_from_slice(&p.0.to_le_bytes());
+        }
+        for f in [&self.low, &self.high] {
+            let r = fence_record(f);
+            out.extend_from_slice(&(r.len() as u16).to_le_bytes());
+            out.extend_from_slice(&r);
+        }
+        out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        for e in &self.entries {
+            out.extend_from_slice(&(e.len() as u16).to_le_bytes());
+            out.extend_from_slice(e);
+        }
+    }
+
+    /// Decodes [`NodeImage::encode_into`]'s bytes; `pid` names errors.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for truncated or inconsistent bytes.
+    pub(crate) fn decode(pid: PageId, mut b: &[u8]) -> Result<NodeImage> {
+        let bad = || Error::corruption(pid, "bad B-tree node image in a log record");
+        let mut take = |n: usize| -> Result<&[u8]> {
+            if b.len() < n {
+                return Err(bad());
+            }
+            let (h, t) = b.split_at(n);
+            b = t;
+            Ok(h)
+        };
+        let level = u16::from_le_bytes(take(2)?.try_into().expect("2"));
+        let mut ids = [PageId::INVALID; 3];
+        for id in &mut ids {
+            *id = PageId(u64::from_le_bytes(take(8)?.try_into().expect("8")));
+        }
+        let mut fences = [None, None];
+        for f in &mut fences {
+            let n = u16::from_le_bytes(take(2)?.try_into().expect("2")) as usize;
+            *f = parse_fence(pid, take(n)?)?;
+        }
+        let count = u32::from_le_bytes(take(4)?.try_into().expect("4")) as usize;
+        let mut entries = Vec::with_capacity(count.min(4096));
+        for _ in 0..count {
+            let n = u16::from_le_bytes(take(2)?.try_into().expect("2")) as usize;
+            let e = take(n)?;
+            entry_key(pid, e)?;
+            entries.push(e.to_vec());
+        }
+        if !b.is_empty() {
+            return Err(bad());
+        }
+        let [high, low] = [fences[1].take(), fences[0].take()];
+        Ok(NodeImage {
+            level,
+            right: ids[0],
+            child0: ids[1],
+            tree: ids[2],
+            low,
+            high,
+            entries,
+        })
+    }
+}
+
+/// Write access to an X-latched node: the primitive changes that the B-tree's redo
+/// operations are made of. Each checks before it changes anything (transaction rule 2).
+pub(crate) struct NodeMut<'a, W: PageWrite + ?Sized> {
+    s: SlottedMut<'a, W>,
+}
+
+impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
+    /// Opens a write view after the same checks as [`Node::open`].
+    ///
+    /// # Errors
+    /// As [`Node::open`].
+    pub(crate) fn open(page: &'a mut W) -> Result<Self> {
+        Node::open(&*page)?;
+        Ok(NodeMut {
+            s: SlottedMut::open(page)?,
+        })
+    }
+
+    /// A read view of the current state.
+    pub(crate) fn view(&self) -> Result<Node<'_, W>> {
+        let v = self.s.view();
+        Node::open(v.page())
+    }
+
+    fn page_id(&self) -> PageId {
+        self.s.view().page_id()
+    }
+
+    /// Inserts entry record `rec` at its key's position.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the key is present or the entry does not fit (a redo that
+    /// does not match its page), or the page is corrupt.
+    pub(crate) fn insert(&mut self, rec: &[u8]) -> Result<()> {
+        let pid = self.page_id();
+        let key = entry_key(pid, rec)?;
+        let pos = match self.view()?.search(key)? {
+            Ok(_) => return Err(Error::corruption(pid, "insert of a key already present")),
+            Err(p) => p,
+        };
+        self.s
+            .insert(FIRST_ENTRY + pos, rec)?
+            .map_err(|no| Error::corruption(pid, format!("B-tree insert: {no}")))
+    }
+
+    /// Replaces the entry with `rec`'s key by `rec`.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the key is absent or the entry does not fit.
+    pub(crate) fn replace(&mut self, rec: &[u8]) -> Result<()> {
+        let pid = self.page_id();
+        let key = entry_key(pid, rec)?;
+        let pos = self.find(key)?;
+        self.s
+            .update(FIRST_ENTRY + pos, rec)?
+            .map_err(|no| Error::corruption(pid, format!("B-tree update: {no}")))
+    }
+
+    /// Removes the entry with `key`.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the key is absent.
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Result<()> {
+        let pos = self.find(key)?;
+        self.s.delete(FIRST_ENTRY + pos)
+    }
+
+    fn find(&self, key: &[u8]) -> Result<usize> {
+        self.view()?
+            .search(key)?
+            .map_err(|_| Error::corruption(self.page_id(), "change of a key that is absent"))
+    }
+
+    /// Keeps the first `keep` entries, then sets the high fence and the right sibling: the
+    /// left half of a split.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if `keep` exceeds the entries or the fence does not fit.
+    pub(crate) fn truncate(
+        &mut self,
+        keep: usize,
+        high: &Option<Vec<u8>>,
+        right: PageId,
+    ) -> Result<()> {
+        let pid = self.page_id();
+        let n = self.view()?.entry_count();
+        let old_high = self.s.get(1)?;
+        let new_high = fence_record(high);
+        let freed: usize = (keep..n)
+            .map(|i| {
+                self.s
+                    .view()
+                    .record_len(FIRST_ENTRY + i)
+                    .map(|l| l + SLOT_SIZE)
+            })
+            .sum::<Result<usize>>()?;
+        if keep > n || self.s.view().free_space_total() + freed + old_high.len() < new_high.len() {
+            return Err(Error::corruption(pid, format!("truncate to {keep} of {n}")));
+        }
+        for slot in (FIRST_ENTRY + keep..FIRST_ENTRY + n).rev() {
+            self.s.delete(slot)?;
+        }
+        self.s
+            .update(1, &new_high)?
+            .map_err(|no| Error::corruption(pid, format!("high fence: {no}")))?;
+        self.s.write_special(SP_RIGHT, &right.0.to_le_bytes())
+    }
+}

@@ -1,0 +1,285 @@
+//! Structure modifications: node splits and root growth, each one system transaction whose
+//! records are undoable until its `Commit` (btree rules 3–5).
+
+use super::node::{inner_entry, Node, NodeImage, MAX_LEVEL};
+use super::tree::{Attempt, BTree, Seek};
+use super::wal;
+use crate::buffer::ExclusiveGuard;
+use crate::error::Result;
+use crate::page::slotted::SLOT_SIZE;
+use crate::page::{PageRead, PageType};
+use crate::txn::{Transaction, TxnManager};
+use crate::types::PageId;
+
+/// Where a node splits: entries `0..keep` stay, the rest (for an inner node: after entry
+/// `keep`, whose child becomes the right node's leftmost) move right, and `sep` (entry
+/// `keep`'s key) becomes the right node's low fence and the separator in the parent.
+struct SplitPlan {
+    keep: usize,
+    sep: Vec<u8>,
+}
+
+impl SplitPlan {
+    /// Chooses the split point for making room for `key` (btree rule 4): at the insertion
+    /// point when `key` goes after every entry (an ascending load leaves full nodes behind),
+    /// next to it when it goes first in a leaf, otherwise the byte-wise middle.
+    fn choose<P: PageRead + ?Sized>(n: &Node<'_, P>, tree: &BTree, key: &[u8]) -> Result<Self> {
+        let count = n.entry_count();
+        if count < 2 {
+            return Err(tree.corrupt(
+                n.page_id(),
+                format!("a node with {count} entries has no room (entries over the limit?)"),
+            ));
+        }
+        let pos = match n.search(key)? {
+            Ok(i) | Err(i) => i,
+        };
+        let keep = if pos >= count {
+            count - 1
+        } else if pos == 0 && n.is_leaf() {
+            1
+        } else {
+            let sizes = (0..count)
+                .map(|i| n.entry_len(i))
+                .collect::<Result<Vec<_>>>()?;
+            let half = sizes.iter().sum::<usize>() / 2;
+            let mut acc = 0;
+            let mut k = 0;
+            while k < count && acc + sizes[k] <= half {
+                acc += sizes[k];
+                k += 1;
+            }
+            k.clamp(1, count - 1)
+        };
+        Ok(SplitPlan {
+            keep,
+            sep: n.key(keep)?,
+        })
+    }
+
+    /// The two halves of `img` (the left one keeps `img`'s low fence and child0, the right
+    /// one gets its high fence and right sibling; `right_id` links them).
+    fn halves(&self, img: &NodeImage, right_id: PageId) -> Result<(NodeImage, NodeImage)> {
+        let leaf = img.level == 0;
+        let moved_from = if leaf { self.keep } else { self.keep + 1 };
+        let right_child0 = if leaf {
+            PageId::INVALID
+        } else {
+            let e = &img.entries[self.keep];
+            let k = super::node::entry_key(right_id, e)?.len();
+            let b = &e[super::node::KEY_LEN_BYTES + k..];
+            PageId(u64::from_le_bytes(b.try_into().map_err(|_| {
+                crate::Error::corruption(right_id, "inner entry without an 8-byte child")
+            })?))
+        };
+        let right = NodeImage {
+            level: img.level,
+            right: img.right,
+            child0: right_child0,
+            tree: img.tree,
+            low: Some(self.sep.clone()),
+            high: img.high.clone(),
+            entries: img.entries[moved_from..].to_vec(),
+        };
+        let left = NodeImage {
+            right: right_id,
+            high: Some(self.sep.clone()),
+            entries: img.entries[..self.keep].to_vec(),
+            ..img.clone()
+        };
+        Ok((left, right))
+    }
+}
+
+impl BTree {
+    /// Makes room for `needed` bytes (entry and slot) in the node at `level` on `key`'s path,
+    /// splitting it (and its ancestors first where they lack room for the separator). Returns
+    /// once the node has room or has been split; the caller looks again.
+    ///
+    /// # Errors
+    /// Allocation, buffer-pool and log errors; [`crate::Error::Corruption`].
+    pub(crate) fn make_room(
+        &self,
+        txns: &TxnManager,
+        key: &[u8],
+        level: u16,
+        needed: usize,
+    ) -> Result<()> {
+        let mut spares = Vec::new();
+        let r = self.make_room_with(txns, key, level, needed, &mut spares);
+        for p in spares {
+            // Never linked into the tree: free at once (space invariant 5 does not apply).
+            let _ = self.space.free(p);
+        }
+        r
+    }
+
+    fn make_room_with(
+        &self,
+        txns: &TxnManager,
+        key: &[u8],
+        level: u16,
+        needed: usize,
+        spares: &mut Vec<PageId>,
+    ) -> Result<()> {
+        loop {
+            let Attempt::Done(path) = self.descend(Seek::Key(key), level)? else {
+                continue;
+            };
+            let seen = {
+                let b = path.node.bytes();
+                Node::open(&b).map(|n| (n.level, n.free_bytes()))
+            };
+            if path.node.validate().is_err() {
+                continue;
+            }
+            let (node_level, free) = seen?;
+            if node_level != level || free >= needed {
+                return Ok(()); // the tree is not that tall any more, or someone split it
+            }
+            // New pages are allocated and fixed before any latch is taken (DESIGN.md
+            // principle 6: no I/O while holding what other threads need).
+            let want = if path.parent.is_none() { 2 } else { 1 };
+            while spares.len() < want {
+                spares.push(self.space.allocate()?);
+            }
+            let mut news = spares[..want]
+                .iter()
+                .map(|&p| self.pool.fix_new(p, PageType::BTreeLeaf))
+                .collect::<Result<Vec<_>>>()?;
+            let Some(parent) = path.parent else {
+                let Ok(mut root) = path.node.upgrade() else {
+                    continue;
+                };
+                let [a, b] = &mut news[..] else {
+                    unreachable!("two new pages")
+                };
+                if self.grow_root(txns, &mut root, key, needed, a, b)? {
+                    spares.drain(..2);
+                }
+                return Ok(());
+            };
+            let Ok(mut p) = parent.upgrade() else {
+                continue;
+            };
+            let Ok(mut x) = path.node.upgrade() else {
+                continue;
+            };
+            let n = Node::open(x.bytes())?;
+            if n.free_bytes() >= needed {
+                return Ok(());
+            }
+            let plan = SplitPlan::choose(&n, self, key)?;
+            let sep_needed = inner_entry(&plan.sep, PageId(0)).len() + SLOT_SIZE;
+            if Node::open(p.bytes())?.free_bytes() < sep_needed {
+                drop((x, p, news));
+                self.make_room_with(txns, key, level + 1, sep_needed, spares)?;
+                continue;
+            }
+            self.split(txns, &mut p, &mut x, &mut news[0], &plan)?;
+            spares.remove(0);
+            return Ok(());
+        }
+    }
+
+    /// Runs `body` as one system transaction and commits it while the caller still holds
+    /// the latches of every page it changed (transaction rule 8). If a change fails after
+    /// another succeeded (only a log failure can do that), the pool is failed and the
+    /// transaction is left for restart to roll back: undoing it here would need latches the
+    /// caller holds.
+    fn system_txn(
+        &self,
+        txns: &TxnManager,
+        body: impl FnOnce(&mut Transaction<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let mut sys = txns.begin_system();
+        match body(&mut sys) {
+            Ok(()) => sys.commit(),
+            Err(e) => {
+                self.pool.fail(format!(
+                    "B-tree {}: structure change failed half-way: {e}",
+                    self.root
+                ));
+                sys.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    /// Splits the X-latched node `x` into itself and the new page `r`, posting the separator
+    /// in the X-latched parent `p`. Log order: the right page's image, the left page's
+    /// truncation (undo: put the right half back), the parent's new entry (undo: remove it).
+    fn split(
+        &self,
+        txns: &TxnManager,
+        p: &mut ExclusiveGuard<'_>,
+        x: &mut ExclusiveGuard<'_>,
+        r: &mut ExclusiveGuard<'_>,
+        plan: &SplitPlan,
+    ) -> Result<()> {
+        let img = Node::open(x.bytes())?.image()?;
+        let rid = r.page_id();
+        let (left, right) = plan.halves(&img, rid)?;
+        right.write_to(&mut r.page_mut(), rid)?;
+        self.system_txn(txns, |sys| {
+            sys.log_new_page(r)?;
+            sys.change(
+                x,
+                wal::redo_truncate(plan.keep, rid, &left.high),
+                wal::undo_split(rid),
+            )?;
+            sys.change(
+                p,
+                wal::redo_insert(&inner_entry(&plan.sep, rid)),
+                wal::redo_remove(&plan.sep),
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Grows the tree by one level if the X-latched root still lacks `needed` bytes: its
+    /// entries move to the new pages `a` and `b` and the root becomes an inner node over
+    /// them (the root page never moves). Returns whether it grew.
+    fn grow_root(
+        &self,
+        txns: &TxnManager,
+        root: &mut ExclusiveGuard<'_>,
+        key: &[u8],
+        needed: usize,
+        a: &mut ExclusiveGuard<'_>,
+        b: &mut ExclusiveGuard<'_>,
+    ) -> Result<bool> {
+        let (img, plan) = {
+            let n = Node::open(root.bytes())?;
+            if n.free_bytes() >= needed {
+                return Ok(false);
+            }
+            if n.level >= MAX_LEVEL {
+                return Err(self.corrupt(self.root, "the tree is too tall"));
+            }
+            (n.image()?, SplitPlan::choose(&n, self, key)?)
+        };
+        let (aid, bid) = (a.page_id(), b.page_id());
+        let (left, right) = plan.halves(&img, bid)?;
+        left.write_to(&mut a.page_mut(), aid)?;
+        right.write_to(&mut b.page_mut(), bid)?;
+        let new_root = NodeImage {
+            level: img.level + 1,
+            right: PageId::INVALID,
+            child0: aid,
+            tree: self.root,
+            low: None,
+            high: None,
+            entries: vec![inner_entry(&plan.sep, bid)],
+        };
+        self.system_txn(txns, |sys| {
+            sys.log_new_page(a)?;
+            sys.log_new_page(b)?;
+            // Undo (if the crash cuts this short) is the root's old image: root growth is
+            // rare (once per level), so the log can afford it.
+            sys.change(root, wal::redo_format(&new_root), wal::redo_format(&img))?;
+            Ok(())
+        })?;
+        Ok(true)
+    }
+}

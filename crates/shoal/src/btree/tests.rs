@@ -1,0 +1,416 @@
+//! B-tree unit tests on the simulated disk: operations against a `BTreeMap` model (with
+//! rollbacks), splits, fill of an ascending load, scans, restart, limits and the verifier.
+//! Crash matrices and concurrency stress are in `tests/btree_*.rs`.
+
+use super::{BTree, ScanDirection};
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::io::{FaultConfig, FaultStorage, Storage};
+use crate::log::LogOptions;
+use crate::options::Options;
+use crate::types::Lsn;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+pub(crate) fn options(pool_pages: usize) -> Options {
+    Options {
+        pool_size_bytes: pool_pages * 4096,
+        page_size_bytes: 4096,
+        cleaner_enabled: false,
+        ..Options::default()
+    }
+}
+
+fn log_options() -> LogOptions {
+    LogOptions {
+        segment_size_bytes: 1 << 20,
+        buffer_size_bytes: 256 << 10,
+        ..LogOptions::default()
+    }
+}
+
+fn open(disk: &FaultStorage, pool_pages: usize) -> Engine {
+    let s: Arc<dyn Storage> = Arc::new(disk.clone());
+    Engine::open(s, &options(pool_pages), &log_options()).unwrap()
+}
+
+fn key(i: u64) -> Vec<u8> {
+    i.to_be_bytes().to_vec()
+}
+
+fn value(i: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|j| (i as usize * 31 + j) as u8).collect()
+}
+
+fn contents(t: &BTree) -> Vec<(Vec<u8>, Vec<u8>)> {
+    t.iter().collect::<crate::Result<Vec<_>>>().unwrap()
+}
+
+fn assert_sound(t: &BTree) -> super::VerifyReport {
+    let r = t.verify().unwrap();
+    assert!(r.is_ok(), "{:#?}", r.problems);
+    r
+}
+
+#[test]
+fn point_operations() {
+    let disk = FaultStorage::new(FaultConfig::new(1)).unwrap();
+    let e = open(&disk, 64);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    t.insert(&mut tx, b"b", b"2").unwrap();
+    t.insert(&mut tx, b"a", b"1").unwrap();
+    t.insert(&mut tx, b"", b"empty key").unwrap();
+    assert!(matches!(
+        t.insert(&mut tx, b"a", b"x"),
+        Err(Error::DuplicateKey { .. })
+    ));
+    assert_eq!(t.get(b"a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(t.get(b"").unwrap(), Some(b"empty key".to_vec()));
+    assert_eq!(t.get(b"c").unwrap(), None);
+    assert_eq!(
+        t.update(&mut tx, b"a", b"one").unwrap(),
+        Some(b"1".to_vec())
+    );
+    assert_eq!(t.update(&mut tx, b"zz", b"x").unwrap(), None);
+    assert_eq!(t.get(b"zz").unwrap(), None);
+    assert_eq!(t.upsert(&mut tx, b"c", b"3").unwrap(), None);
+    assert_eq!(
+        t.upsert(&mut tx, b"c", b"three").unwrap(),
+        Some(b"3".to_vec())
+    );
+    assert_eq!(t.delete(&mut tx, b"b").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(t.delete(&mut tx, b"b").unwrap(), None);
+    tx.commit().unwrap();
+    assert_eq!(
+        contents(&t),
+        vec![
+            (b"".to_vec(), b"empty key".to_vec()),
+            (b"a".to_vec(), b"one".to_vec()),
+            (b"c".to_vec(), b"three".to_vec())
+        ]
+    );
+    assert_sound(&t);
+    e.close().unwrap();
+}
+
+#[test]
+fn limits_are_typed_errors() {
+    let disk = FaultStorage::new(FaultConfig::new(2)).unwrap();
+    let e = open(&disk, 64);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    let long_key = vec![7u8; t.max_key_bytes() + 1];
+    assert!(matches!(
+        t.insert(&mut tx, &long_key, b""),
+        Err(Error::InvalidArgument { name: "key", .. })
+    ));
+    assert!(matches!(
+        t.get(&long_key),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let k = vec![1u8; t.max_key_bytes()];
+    let v = vec![2u8; t.max_value_bytes(k.len())];
+    t.insert(&mut tx, &k, &v).unwrap();
+    let too_long = vec![2u8; t.max_value_bytes(3) + 1];
+    assert!(matches!(
+        t.insert(&mut tx, b"abc", &too_long),
+        Err(Error::InvalidArgument { name: "value", .. })
+    ));
+    // Many maximal entries force splits with maximal separators and fences.
+    for i in 0..40u8 {
+        let mut k = vec![i; t.max_key_bytes()];
+        k[0] = 100 + i;
+        t.upsert(&mut tx, &k, &v).unwrap();
+    }
+    tx.commit().unwrap();
+    let r = assert_sound(&t);
+    assert!(r.height >= 3, "{r:?}");
+    assert_eq!(r.keys, 41);
+    assert!(BTree::open(e.pool().clone(), e.space().clone(), crate::PageId(0)).is_err());
+    e.close().unwrap();
+}
+
+#[test]
+fn ascending_load_fills_leaves() {
+    let disk = FaultStorage::new(FaultConfig::new(3)).unwrap();
+    let e = open(&disk, 256);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    for i in 0..20_000 {
+        t.insert(&mut tx, &key(i), &value(i, 16)).unwrap();
+    }
+    tx.commit().unwrap();
+    let r = assert_sound(&t);
+    assert_eq!(r.keys, 20_000);
+    assert!(
+        r.leaf_fill() >= 0.9,
+        "leaf fill {:.3} ({r:?})",
+        r.leaf_fill()
+    );
+    // Descending load: the first-key split keeps leaves full too.
+    let d = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    for i in (0..20_000).rev() {
+        d.insert(&mut tx, &key(i), &value(i, 16)).unwrap();
+    }
+    tx.commit().unwrap();
+    let r = assert_sound(&d);
+    assert!(
+        r.leaf_fill() >= 0.85,
+        "leaf fill {:.3} ({r:?})",
+        r.leaf_fill()
+    );
+    // Random order ends near ln 2 ≈ 69%.
+    e.close().unwrap();
+}
+
+#[test]
+fn scans_in_both_directions_with_bounds() {
+    let disk = FaultStorage::new(FaultConfig::new(4)).unwrap();
+    let e = open(&disk, 128);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    for i in (0..3000).step_by(3) {
+        t.insert(&mut tx, &key(i), &value(i, 40)).unwrap();
+    }
+    tx.commit().unwrap();
+    let keys = |lo: Bound<&[u8]>, hi: Bound<&[u8]>, dir| -> Vec<u64> {
+        t.scan(lo, hi, dir)
+            .map(|kv| u64::from_be_bytes(kv.unwrap().0.try_into().unwrap()))
+            .collect()
+    };
+    let (k9, k30) = (key(9), key(30));
+    use Bound::*;
+    assert_eq!(
+        keys(Included(&k9), Excluded(&k30), ScanDirection::Forward),
+        vec![9, 12, 15, 18, 21, 24, 27]
+    );
+    assert_eq!(
+        keys(Excluded(&k9), Included(&k30), ScanDirection::Backward),
+        vec![30, 27, 24, 21, 18, 15, 12]
+    );
+    let all_fwd = keys(Unbounded, Unbounded, ScanDirection::Forward);
+    let mut all_bwd = keys(Unbounded, Unbounded, ScanDirection::Backward);
+    all_bwd.reverse();
+    assert_eq!(all_fwd.len(), 1000);
+    assert_eq!(all_fwd, all_bwd);
+    assert!(all_fwd.windows(2).all(|w| w[0] < w[1]));
+    let (k10, k11) = (key(10), key(11));
+    assert!(keys(Included(&k10), Included(&k11), ScanDirection::Forward).is_empty());
+    assert!(keys(Included(&k30), Excluded(&k9), ScanDirection::Forward).is_empty());
+    e.close().unwrap();
+}
+
+#[test]
+fn rollback_and_restart_undo_through_splits() {
+    let disk = FaultStorage::new(FaultConfig::new(5)).unwrap();
+    let root;
+    {
+        let e = open(&disk, 64);
+        let t = BTree::create(e.txns(), e.space()).unwrap();
+        root = t.root();
+        let mut tx = e.begin();
+        for i in 0..500 {
+            t.insert(&mut tx, &key(i * 2), &value(i, 30)).unwrap();
+        }
+        tx.commit().unwrap();
+        // An aborted transaction whose inserts split pages other keys now live on.
+        let mut tx = e.begin();
+        for i in 0..500 {
+            t.insert(&mut tx, &key(i * 2 + 1), &value(i, 30)).unwrap();
+        }
+        for i in 0..100 {
+            t.delete(&mut tx, &key(i * 2)).unwrap();
+            t.update(&mut tx, &key(i * 2 + 200), b"changed").unwrap();
+        }
+        tx.abort().unwrap();
+        assert_eq!(contents(&t).len(), 500);
+        for i in 0..500 {
+            assert_eq!(t.get(&key(i * 2)).unwrap(), Some(value(i, 30)));
+        }
+        assert_sound(&t);
+        // A loser: durable but uncommitted, and its pages written, when the crash comes.
+        let mut tx = e.begin();
+        for i in 0..300 {
+            t.insert(&mut tx, &key(10_000 + i), &value(i, 30)).unwrap();
+        }
+        t.delete(&mut tx, &key(4)).unwrap();
+        let end = e.log().end_lsn();
+        e.log().wait_durable(Lsn(end.0 - 1)).unwrap();
+        e.pool().flush_all().unwrap();
+        disk.crash_now();
+        std::mem::forget(tx);
+    }
+    disk.restart();
+    let e = open(&disk, 64);
+    let r = e.restart_report().clone();
+    assert_eq!(r.losers, 1, "{r:?}");
+    let t = BTree::open(e.pool().clone(), e.space().clone(), root).unwrap();
+    let got = contents(&t);
+    assert_eq!(got.len(), 500);
+    for (i, (k, v)) in got.iter().enumerate() {
+        assert_eq!((k, v), (&key(i as u64 * 2), &value(i as u64, 30)));
+    }
+    assert_sound(&t);
+    e.close().unwrap();
+}
+
+#[test]
+fn verify_reports_a_damaged_node() {
+    let disk = FaultStorage::new(FaultConfig::new(6)).unwrap();
+    let e = open(&disk, 64);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    for i in 0..400 {
+        t.insert(&mut tx, &key(i), &value(i, 30)).unwrap();
+    }
+    tx.commit().unwrap();
+    let r = assert_sound(&t);
+    let leaf = *r.pages.iter().find(|&&p| p != t.root()).unwrap();
+    {
+        // Swap two keys' order inside a leaf by rewriting an entry's key in place.
+        let mut g = e.pool().fix_exclusive(leaf).unwrap();
+        let n = super::node::Node::open(g.bytes()).unwrap();
+        let range = n.entry(0).unwrap();
+        let k = super::node::entry_key(leaf, &range).unwrap().to_vec();
+        let bigger = vec![0xFF; k.len()];
+        let mut bad = range.clone();
+        bad[2..2 + k.len()].copy_from_slice(&bigger);
+        drop(n);
+        let mut page = g.page_mut();
+        super::node::NodeMut::open(&mut page)
+            .unwrap()
+            .remove(&k)
+            .unwrap();
+        // Put it back first regardless of order: use the slotted layer directly.
+        let mut s = crate::page::slotted::SlottedMut::open(&mut page).unwrap();
+        s.insert(super::node::FIRST_ENTRY, &bad).unwrap().unwrap();
+    }
+    let r = t.verify().unwrap();
+    assert!(!r.is_ok());
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.contains(&format!("page {leaf}"))),
+        "{:?}",
+        r.problems
+    );
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(u16, u16),
+    Upsert(u16, u16),
+    Update(u16, u16),
+    Delete(u16),
+    Get(u16),
+    Scan(u16, u16, bool),
+    Commit,
+    Abort,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let k = 0u16..600;
+    let len = prop_oneof![3 => 0u16..40, 1 => 300u16..900];
+    prop_oneof![
+        4 => (k.clone(), len.clone()).prop_map(|(k, l)| Op::Insert(k, l)),
+        2 => (k.clone(), len.clone()).prop_map(|(k, l)| Op::Upsert(k, l)),
+        2 => (k.clone(), len).prop_map(|(k, l)| Op::Update(k, l)),
+        3 => k.clone().prop_map(Op::Delete),
+        1 => k.clone().prop_map(Op::Get),
+        1 => (k.clone(), k, any::<bool>()).prop_map(|(a, b, f)| Op::Scan(a, b, f)),
+        1 => Just(Op::Commit),
+        1 => Just(Op::Abort),
+    ]
+}
+
+/// Keys of varying length (1–40 bytes) so separators and fences vary in size.
+fn pkey(k: u16) -> Vec<u8> {
+    let mut v = vec![(k / 3) as u8, (k % 3) as u8];
+    v.extend(std::iter::repeat_n(b'k', usize::from(k % 38)));
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random operations in transactions that commit or roll back, against a `BTreeMap`
+    /// model; values up to 900 bytes on 4 KiB pages force many splits; ends with `verify`.
+    #[test]
+    fn matches_a_btreemap(ops in proptest::collection::vec(op(), 1..400)) {
+        let disk = FaultStorage::new(FaultConfig::new(7)).unwrap();
+        let e = open(&disk, 48);
+        let t = BTree::create(e.txns(), e.space()).unwrap();
+        let mut committed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut model = committed.clone();
+        let mut tx = e.begin();
+        for (n, op) in ops.into_iter().enumerate() {
+            match op {
+                Op::Insert(k, l) => {
+                    let (k, v) = (pkey(k), value(n as u64, l.into()));
+                    let r = t.insert(&mut tx, &k, &v);
+                    if model.contains_key(&k) {
+                        let dup = matches!(r, Err(Error::DuplicateKey { .. }));
+                        prop_assert!(dup, "expected a duplicate-key error, got {:?}", r);
+                    } else {
+                        r.unwrap();
+                        model.insert(k, v);
+                    }
+                }
+                Op::Upsert(k, l) => {
+                    let (k, v) = (pkey(k), value(n as u64, l.into()));
+                    prop_assert_eq!(t.upsert(&mut tx, &k, &v).unwrap(), model.insert(k, v));
+                }
+                Op::Update(k, l) => {
+                    let (k, v) = (pkey(k), value(n as u64, l.into()));
+                    let old = model.get(&k).cloned();
+                    if old.is_some() {
+                        model.insert(k.clone(), v.clone());
+                    }
+                    prop_assert_eq!(t.update(&mut tx, &k, &v).unwrap(), old);
+                }
+                Op::Delete(k) => {
+                    let k = pkey(k);
+                    prop_assert_eq!(t.delete(&mut tx, &k).unwrap(), model.remove(&k));
+                }
+                Op::Get(k) => {
+                    let k = pkey(k);
+                    prop_assert_eq!(t.get(&k).unwrap(), model.get(&k).cloned());
+                }
+                Op::Scan(a, b, forward) => {
+                    let (a, b) = (pkey(a), pkey(b));
+                    let range = (Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice()));
+                    let dir = if forward { ScanDirection::Forward } else { ScanDirection::Backward };
+                    let got: Vec<_> = t.scan(range.0, range.1, dir).map(|r| r.unwrap()).collect();
+                    let mut want: Vec<_> = if a < b {
+                        model.range::<[u8], _>(range).map(|(k, v)| (k.clone(), v.clone())).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    if !forward {
+                        want.reverse();
+                    }
+                    prop_assert_eq!(got, want);
+                }
+                Op::Commit => {
+                    std::mem::replace(&mut tx, e.begin()).commit().unwrap();
+                    committed = model.clone();
+                }
+                Op::Abort => {
+                    std::mem::replace(&mut tx, e.begin()).abort().unwrap();
+                    model = committed.clone();
+                }
+            }
+        }
+        tx.commit().unwrap();
+        let all: Vec<_> = t.iter().map(|r| r.unwrap()).collect();
+        let want: Vec<_> = model.into_iter().collect();
+        prop_assert_eq!(all, want);
+        let r = t.verify().unwrap();
+        prop_assert!(r.is_ok(), "{:?}", r.problems);
+        e.close().unwrap();
+    }
+}

@@ -1,0 +1,488 @@
+//! The tree handle and its point operations: get, insert, upsert, update, delete (btree
+//! rules 1–6 in the module doc). Structure modifications are in `smo.rs`.
+
+use super::node::{self, leaf_entry, Node, NodeImage, VALUE_INLINE};
+use super::wal;
+use crate::buffer::{BufferPool, ExclusiveGuard, OptimisticPage};
+use crate::error::{Error, Result};
+use crate::page::slotted::SLOT_SIZE;
+use crate::page::{AtomicBytes, PageType};
+use crate::space::SpaceManager;
+use crate::txn::{Transaction, TxnManager, UndoContext};
+use crate::types::{Lsn, PageId};
+use std::sync::Arc;
+
+/// The outcome of one optimistic attempt: a result, or "something changed, start over".
+pub(crate) enum Attempt<T> {
+    Done(T),
+    Restart,
+}
+
+/// How a change is logged: by a transaction (`Update` records with a logical undo) or, while
+/// a rollback puts a change back, as a compensation record (btree rule 6).
+pub(crate) trait Logger {
+    /// The transaction manager (for the system transactions of structure changes).
+    fn manager(&self) -> &TxnManager;
+    /// Makes and logs the change `redo` to the X-latched `page`; `undo` builds the undo
+    /// payload when one is needed.
+    fn log(
+        &mut self,
+        page: &mut ExclusiveGuard<'_>,
+        redo: Vec<u8>,
+        undo: impl FnOnce() -> Vec<u8>,
+    ) -> Result<Lsn>;
+}
+
+impl Logger for Transaction<'_> {
+    fn manager(&self) -> &TxnManager {
+        Transaction::manager(self)
+    }
+    fn log(
+        &mut self,
+        page: &mut ExclusiveGuard<'_>,
+        redo: Vec<u8>,
+        undo: impl FnOnce() -> Vec<u8>,
+    ) -> Result<Lsn> {
+        self.change(page, redo, undo())
+    }
+}
+
+impl Logger for UndoContext<'_> {
+    fn manager(&self) -> &TxnManager {
+        UndoContext::manager(self)
+    }
+    fn log(
+        &mut self,
+        page: &mut ExclusiveGuard<'_>,
+        redo: Vec<u8>,
+        _undo: impl FnOnce() -> Vec<u8>,
+    ) -> Result<Lsn> {
+        self.compensate_on(page, redo)
+    }
+}
+
+/// Which way a descent goes at each inner node.
+#[derive(Clone, Copy)]
+pub(crate) enum Seek<'k> {
+    /// To the node whose range holds the key.
+    Key(&'k [u8]),
+    /// To the node whose range holds the keys just below the key (backward scans).
+    Before(&'k [u8]),
+    /// To the last node of each level.
+    Last,
+}
+
+/// A node on the way down and its parent, both read optimistically (nothing held).
+pub(crate) struct Path<'p> {
+    pub(crate) parent: Option<OptimisticPage<'p>>,
+    pub(crate) node: OptimisticPage<'p>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Put {
+    Insert,
+    Update,
+    Upsert,
+}
+
+/// A B+-tree of byte-string keys and byte-string values, identified by its root page, which
+/// never moves (the root grows in place). Cheap to clone; share it between threads.
+#[derive(Clone)]
+pub struct BTree {
+    pub(crate) pool: Arc<BufferPool>,
+    pub(crate) space: Arc<SpaceManager>,
+    pub(crate) root: PageId,
+}
+
+impl std::fmt::Debug for BTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BTree").field("root", &self.root).finish()
+    }
+}
+
+impl BTree {
+    /// Creates an empty tree (one leaf, its root) in a system transaction of `txns`, which
+    /// commits without waiting for the log: a later commit that uses the tree forces it.
+    /// [`BTree::root`] names the tree for [`BTree::open`].
+    ///
+    /// # Errors
+    /// Allocation, buffer-pool and log errors.
+    pub fn create(txns: &TxnManager, space: &Arc<SpaceManager>) -> Result<BTree> {
+        let pool = txns.pool().clone();
+        let root = space.allocate()?;
+        let mut sys = txns.begin_system();
+        {
+            let mut g = pool.fix_new(root, PageType::BTreeLeaf)?;
+            NodeImage::empty_root(root).write_to(&mut g.page_mut(), root)?;
+            sys.log_new_page(&mut g)?;
+        }
+        sys.commit()?;
+        Ok(BTree {
+            pool,
+            space: space.clone(),
+            root,
+        })
+    }
+
+    /// Opens the tree whose root page is `root`.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if `root` is not the root of a B-tree; buffer-pool errors.
+    pub fn open(pool: Arc<BufferPool>, space: Arc<SpaceManager>, root: PageId) -> Result<BTree> {
+        {
+            let g = pool.fix_shared(root)?;
+            let n = Node::open(g.bytes())?;
+            if n.tree != root || n.low_fence()?.is_some() || n.high_fence()?.is_some() {
+                return Err(Error::corruption(root, "not the root page of a B-tree"));
+            }
+        }
+        Ok(BTree::handle(pool, space, root))
+    }
+
+    /// A handle without the check of [`BTree::open`] (for undo, which trusts its log).
+    pub(crate) fn handle(pool: Arc<BufferPool>, space: Arc<SpaceManager>, root: PageId) -> BTree {
+        BTree { pool, space, root }
+    }
+
+    /// The root page id, which names the tree.
+    pub fn root(&self) -> PageId {
+        self.root
+    }
+
+    /// Longest key in bytes: an eighth of the usable page, at most 1,024 (1,014 for 8 KiB
+    /// pages, 502 for 4 KiB).
+    pub fn max_key_bytes(&self) -> usize {
+        node::max_key_bytes(self.pool.page_size())
+    }
+
+    /// Longest value in bytes for a key of `key_len` bytes: key and value together take at
+    /// most a quarter of a page (2,010 bytes for 8 KiB pages).
+    pub fn max_value_bytes(&self, key_len: usize) -> usize {
+        node::max_entry_bytes(self.pool.page_size())
+            .saturating_sub(node::KEY_LEN_BYTES + 1 + key_len)
+    }
+
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
+        let max = self.max_key_bytes();
+        if key.len() > max {
+            return Err(Error::invalid(
+                "key",
+                format!("{} bytes is longer than the {max}-byte limit", key.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn tagged_value(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+        self.check_key(key)?;
+        let max = self.max_value_bytes(key.len());
+        if value.len() > max {
+            return Err(Error::invalid(
+                "value",
+                format!(
+                    "{} bytes is longer than the {max}-byte limit for a {}-byte key",
+                    value.len(),
+                    key.len()
+                ),
+            ));
+        }
+        let mut v = Vec::with_capacity(1 + value.len());
+        v.push(VALUE_INLINE);
+        v.extend_from_slice(value);
+        Ok(v)
+    }
+
+    pub(crate) fn untag(&self, tagged: Vec<u8>) -> Result<Vec<u8>> {
+        match tagged.split_first() {
+            Some((&VALUE_INLINE, _)) => {
+                let mut v = tagged;
+                v.remove(0);
+                Ok(v)
+            }
+            _ => Err(Error::corruption(
+                self.root,
+                "leaf entry with an unknown value tag",
+            )),
+        }
+    }
+
+    pub(crate) fn corrupt(&self, page: PageId, why: impl Into<String>) -> Error {
+        Error::corruption(page, format!("B-tree {}: {}", self.root, why.into()))
+    }
+
+    /// Descends optimistically to the node at `level` on the path `seek` names, keeping its
+    /// parent. Returns the root if the
+    /// tree is not that tall. Nothing is latched: every page read is validated before its
+    /// contents are trusted (btree rule 2).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a page that validated yet is not the expected node;
+    /// buffer-pool errors of a miss.
+    pub(crate) fn descend(&self, seek: Seek<'_>, level: u16) -> Result<Attempt<Path<'_>>> {
+        let mut parent: Option<OptimisticPage<'_>> = None;
+        let mut node = self.pool.fix_optimistic(self.root)?;
+        let mut expect: Option<u16> = None;
+        loop {
+            let step = {
+                let b = node.bytes();
+                self.step(&b, seek, level, expect)
+            };
+            if node.validate().is_err() {
+                return Ok(Attempt::Restart);
+            }
+            let Some((child, child_level)) = step? else {
+                return Ok(Attempt::Done(Path { parent, node }));
+            };
+            let c = match self.pool.fix_optimistic(child) {
+                Ok(c) => c,
+                Err(e) => {
+                    return match node.validate() {
+                        Err(_) => Ok(Attempt::Restart),
+                        Ok(()) => Err(e),
+                    }
+                }
+            };
+            if node.validate().is_err() {
+                return Ok(Attempt::Restart);
+            }
+            parent = Some(node);
+            node = c;
+            expect = Some(child_level);
+        }
+    }
+
+    /// One node of a descent: `None` at the target level, else the child and its level.
+    fn step(
+        &self,
+        b: &AtomicBytes<'_>,
+        seek: Seek<'_>,
+        level: u16,
+        expect: Option<u16>,
+    ) -> Result<Option<(PageId, u16)>> {
+        let n = Node::open(b)?;
+        if n.tree != self.root || expect.is_some_and(|e| e != n.level) {
+            return Err(self.corrupt(
+                n.page_id(),
+                format!("node of tree {} at level {} on the path", n.tree, n.level),
+            ));
+        }
+        if n.level <= level {
+            return Ok(None);
+        }
+        let child = match seek {
+            Seek::Key(k) => n.child_for(k)?,
+            Seek::Before(k) => n.child_before(k)?,
+            Seek::Last => n.nth_child(n.entry_count())?,
+        };
+        Ok(Some((child, n.level - 1)))
+    }
+
+    /// The value of `key`, or `None`. Latch-free: the descent and the leaf are read
+    /// optimistically, so a lookup writes no shared memory (DESIGN.md principle 3).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a key over [`BTree::max_key_bytes`];
+    /// [`Error::Corruption`]; buffer-pool errors.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_key(key)?;
+        loop {
+            let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
+                continue;
+            };
+            let leaf = path.node;
+            let found = {
+                let b = leaf.bytes();
+                Node::open(&b).and_then(|n| match n.search(key)? {
+                    Ok(i) => n.value(i).map(Some),
+                    Err(_) => Ok(None),
+                })
+            };
+            if leaf.validate().is_err() {
+                continue;
+            }
+            return found?.map(|v| self.untag(v)).transpose();
+        }
+    }
+
+    /// Inserts `key` with `value` in `txn`.
+    ///
+    /// # Errors
+    /// [`Error::DuplicateKey`] if `key` is present (nothing changes);
+    /// [`Error::InvalidArgument`] for a key or value over the limits
+    /// ([`BTree::max_key_bytes`], [`BTree::max_value_bytes`]); log, buffer-pool and
+    /// allocation errors.
+    pub fn insert(&self, txn: &mut Transaction<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        let v = self.tagged_value(key, value)?;
+        self.put(txn, key, &v, Put::Insert).map(|_| ())
+    }
+
+    /// Inserts `key` with `value`, or replaces the value of a present `key`; returns the old
+    /// value.
+    ///
+    /// # Errors
+    /// As [`BTree::insert`], without `DuplicateKey`.
+    pub fn upsert(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let v = self.tagged_value(key, value)?;
+        self.put(txn, key, &v, Put::Upsert)?
+            .map(|old| self.untag(old))
+            .transpose()
+    }
+
+    /// Replaces the value of `key`; returns the old value, or `None` (and changes nothing)
+    /// if `key` is absent.
+    ///
+    /// # Errors
+    /// As [`BTree::upsert`].
+    pub fn update(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let v = self.tagged_value(key, value)?;
+        self.put(txn, key, &v, Put::Update)?
+            .map(|old| self.untag(old))
+            .transpose()
+    }
+
+    /// Deletes `key`; returns its value, or `None` if it was absent.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a key over the limit; log and buffer-pool errors.
+    pub fn delete(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_key(key)?;
+        self.remove(txn, key)?.map(|v| self.untag(v)).transpose()
+    }
+
+    /// The leaf on `key`'s path, X-latched, after checking that it is a leaf of this tree that
+    /// covers `key`; `None` if an optimistic step failed (start over).
+    fn leaf_exclusive(&self, key: &[u8]) -> Result<Option<ExclusiveGuard<'_>>> {
+        let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
+            return Ok(None);
+        };
+        let Ok(x) = path.node.upgrade() else {
+            return Ok(None);
+        };
+        let n = Node::open(x.bytes())?;
+        if n.tree != self.root || !n.is_leaf() || !n.covers(key)? {
+            return Err(self.corrupt(n.page_id(), "the leaf found does not cover its key"));
+        }
+        Ok(Some(x))
+    }
+
+    /// Inserts or replaces (per `mode`) the entry of `key` with the tagged value `tagged`;
+    /// returns the old tagged value.
+    fn put<L: Logger>(
+        &self,
+        log: &mut L,
+        key: &[u8],
+        tagged: &[u8],
+        mode: Put,
+    ) -> Result<Option<Vec<u8>>> {
+        let entry = leaf_entry(key, tagged);
+        loop {
+            let Some(mut x) = self.leaf_exclusive(key)? else {
+                continue;
+            };
+            let (old, room) = {
+                let n = Node::open(x.bytes())?;
+                match n.search(key)? {
+                    Ok(i) => (Some(n.entry(i)?), n.free_bytes() + n.entry_len(i)?),
+                    Err(_) => (None, n.free_bytes().saturating_sub(SLOT_SIZE)),
+                }
+            };
+            match (&old, mode) {
+                (Some(_), Put::Insert) => {
+                    return Err(Error::DuplicateKey {
+                        index: format!("B-tree {}", self.root),
+                        key: printable(key),
+                    })
+                }
+                (None, Put::Update) => return Ok(None),
+                _ => {}
+            }
+            if entry.len() > room {
+                drop(x);
+                self.make_room(log.manager(), key, 0, entry.len() + SLOT_SIZE)?;
+                continue;
+            }
+            let root = self.root;
+            return match old {
+                None => {
+                    log.log(&mut x, wal::redo_insert(&entry), || {
+                        wal::undo_insert(root, key)
+                    })?;
+                    Ok(None)
+                }
+                Some(old) => {
+                    log.log(&mut x, wal::redo_replace(&entry), || {
+                        wal::undo_replace(root, &old)
+                    })?;
+                    let k = node::entry_key(x.page_id(), &old)?.len();
+                    Ok(Some(old[node::KEY_LEN_BYTES + k..].to_vec()))
+                }
+            };
+        }
+    }
+
+    /// Removes the entry of `key`; returns its tagged value.
+    fn remove<L: Logger>(&self, log: &mut L, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        loop {
+            let Some(mut x) = self.leaf_exclusive(key)? else {
+                continue;
+            };
+            let old = {
+                let n = Node::open(x.bytes())?;
+                match n.search(key)? {
+                    Ok(i) => n.entry(i)?,
+                    Err(_) => return Ok(None),
+                }
+            };
+            let root = self.root;
+            log.log(&mut x, wal::redo_remove(key), || {
+                wal::undo_remove(root, &old)
+            })?;
+            let k = node::entry_key(x.page_id(), &old)?.len();
+            return Ok(Some(old[node::KEY_LEN_BYTES + k..].to_vec()));
+        }
+    }
+
+    /// Logical undo of an insert: removes `key` wherever it now lives (btree rule 6).
+    pub(crate) fn undo_insert(&self, ctx: &mut UndoContext<'_>, key: &[u8]) -> Result<()> {
+        match self.remove(ctx, key)? {
+            Some(_) => Ok(()),
+            None => Err(self.corrupt(self.root, "undo of an insert: the key is gone")),
+        }
+    }
+
+    /// Logical undo of a delete: puts the entry back, splitting if needed.
+    pub(crate) fn undo_remove(&self, ctx: &mut UndoContext<'_>, entry: &[u8]) -> Result<()> {
+        let key = node::entry_key(self.root, entry)?;
+        let tagged = &entry[node::KEY_LEN_BYTES + key.len()..];
+        self.put(ctx, key, tagged, Put::Insert).map(|_| ())
+    }
+
+    /// Logical undo of an update: puts the old entry back.
+    pub(crate) fn undo_replace(&self, ctx: &mut UndoContext<'_>, entry: &[u8]) -> Result<()> {
+        let key = node::entry_key(self.root, entry)?;
+        let tagged = &entry[node::KEY_LEN_BYTES + key.len()..];
+        match self.put(ctx, key, tagged, Put::Update)? {
+            Some(_) => Ok(()),
+            None => Err(self.corrupt(self.root, "undo of an update: the key is gone")),
+        }
+    }
+}
+
+/// A key for an error message: hex, shortened.
+pub(crate) fn printable(key: &[u8]) -> String {
+    let mut s: String = key.iter().take(32).map(|b| format!("{b:02x}")).collect();
+    if key.len() > 32 {
+        s.push('…');
+    }
+    format!("0x{s}")
+}
