@@ -190,8 +190,9 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Error::corruption(self.page_id(), why)
     }
 
-    /// Byte range of entry `i`'s key within the page.
-    fn key_range(&self, i: usize) -> Result<Range<usize>> {
+    /// Byte ranges of entry `i`'s whole record and of its key within the page, from one
+    /// read of the slot (so they agree even on a page changing under an optimistic reader).
+    fn ranges(&self, i: usize) -> Result<(Range<usize>, Range<usize>)> {
         let r = self.s.record_range(FIRST_ENTRY + i)?;
         if r.len() < KEY_LEN_BYTES {
             return Err(self.corrupt(format!("entry {i} shorter than its key length")));
@@ -200,7 +201,13 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         if KEY_LEN_BYTES + n > r.len() {
             return Err(self.corrupt(format!("entry {i}: key of {n} bytes overruns the entry")));
         }
-        Ok(r.start + KEY_LEN_BYTES..r.start + KEY_LEN_BYTES + n)
+        let k = r.start + KEY_LEN_BYTES..r.start + KEY_LEN_BYTES + n;
+        Ok((r, k))
+    }
+
+    /// Byte range of entry `i`'s key within the page.
+    fn key_range(&self, i: usize) -> Result<Range<usize>> {
+        Ok(self.ranges(i)?.1)
     }
 
     /// Compares entry `i`'s key with `key`.
@@ -253,15 +260,13 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
 
     /// The bytes of leaf entry `i` after its key (the tagged value).
     pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>> {
-        let k = self.key_range(i)?;
-        let r = self.s.record_range(FIRST_ENTRY + i)?;
+        let (r, k) = self.ranges(i)?;
         Ok(self.s.page().to_vec(k.end, r.end - k.end))
     }
 
     /// Inner entry `i`'s child.
     pub(crate) fn child(&self, i: usize) -> Result<PageId> {
-        let k = self.key_range(i)?;
-        let r = self.s.record_range(FIRST_ENTRY + i)?;
+        let (r, k) = self.ranges(i)?;
         if r.end - k.end != 8 {
             return Err(self.corrupt(format!("inner entry {i} has no 8-byte child")));
         }

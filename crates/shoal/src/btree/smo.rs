@@ -154,10 +154,11 @@ impl BTree {
                 let [a, b] = &mut news[..] else {
                     unreachable!("two new pages")
                 };
-                if self.grow_root(txns, &mut root, key, needed, a, b)? {
-                    spares.drain(..2);
+                let grew = self.grow_root(txns, &mut root, key, needed, a, b);
+                if !matches!(grew, Ok(false)) {
+                    spares.drain(..2); // used (or perhaps linked, after an error): never free
                 }
-                return Ok(());
+                return grew.map(|_| ());
             };
             let Ok(mut p) = parent.upgrade() else {
                 continue;
@@ -176,9 +177,8 @@ impl BTree {
                 self.make_room_with(txns, key, level + 1, sep_needed, spares)?;
                 continue;
             }
-            self.split(txns, &mut p, &mut x, &mut news[0], &plan)?;
-            spares.remove(0);
-            return Ok(());
+            spares.remove(0); // used (or perhaps linked, after an error): never free
+            return self.split(txns, &mut p, &mut x, &mut news[0], &plan);
         }
     }
 
@@ -190,10 +190,15 @@ impl BTree {
     fn system_txn(
         &self,
         txns: &TxnManager,
-        body: impl FnOnce(&mut Transaction<'_>) -> Result<()>,
+        body: impl FnOnce(&mut Transaction<'_>, &mut dyn FnMut() -> Result<()>) -> Result<()>,
     ) -> Result<()> {
         let mut sys = txns.begin_system();
-        match body(&mut sys) {
+        let mut step = 0;
+        let mut after_step = || {
+            step += 1;
+            tests_hook::stop_after(step)
+        };
+        match body(&mut sys, &mut after_step) {
             Ok(()) => sys.commit(),
             Err(e) => {
                 self.pool.fail(format!(
@@ -221,19 +226,21 @@ impl BTree {
         let rid = r.page_id();
         let (left, right) = plan.halves(&img, rid)?;
         right.write_to(&mut r.page_mut(), rid)?;
-        self.system_txn(txns, |sys| {
+        self.system_txn(txns, |sys, step| {
             sys.log_new_page(r)?;
+            step()?;
             sys.change(
                 x,
                 wal::redo_truncate(plan.keep, rid, &left.high),
                 wal::undo_split(rid),
             )?;
+            step()?;
             sys.change(
                 p,
                 wal::redo_insert(&inner_entry(&plan.sep, rid)),
                 wal::redo_remove(&plan.sep),
             )?;
-            Ok(())
+            step()
         })
     }
 
@@ -272,14 +279,50 @@ impl BTree {
             high: None,
             entries: vec![inner_entry(&plan.sep, bid)],
         };
-        self.system_txn(txns, |sys| {
+        self.system_txn(txns, |sys, step| {
             sys.log_new_page(a)?;
             sys.log_new_page(b)?;
+            step()?;
             // Undo (if the crash cuts this short) is the root's old image: root growth is
             // rare (once per level), so the log can afford it.
             sys.change(root, wal::redo_format(&new_root), wal::redo_format(&img))?;
-            Ok(())
+            step()
         })?;
         Ok(true)
+    }
+}
+
+/// A test hook: stop a structure modification after its `n`-th step (each step ends with
+/// records appended), as a crash would, to test restart's rollback of it. Compiled only into
+/// the crate's unit tests.
+pub(crate) mod tests_hook {
+    use crate::error::Result;
+
+    #[cfg(all(test, not(loom)))]
+    thread_local! {
+        static STOP_AFTER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Makes this thread's structure modifications fail after step `n` (0: never).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn set_stop_after(n: usize) {
+        STOP_AFTER.with(|c| c.set(n));
+    }
+
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn stop_after(step: usize) -> Result<()> {
+        if STOP_AFTER.with(|c| c.get()) == step {
+            return Err(crate::Error::invalid(
+                "test",
+                "structure change stopped by a test",
+            ));
+        }
+        Ok(())
+    }
+
+    #[cfg(not(all(test, not(loom))))]
+    #[inline(always)]
+    pub(super) fn stop_after(_step: usize) -> Result<()> {
+        Ok(())
     }
 }

@@ -83,6 +83,8 @@ pub struct RestartReport {
     pub images_installed: u64,
     /// Transactions rolled back.
     pub losers: u64,
+    /// Of `losers`, the system transactions (structure modifications the crash cut short).
+    pub system_losers: u64,
     /// Records undone (compensation records written).
     pub undone: u64,
     /// Microseconds in analysis, redo and undo.
@@ -112,6 +114,7 @@ pub fn restart(txns: &TxnManager) -> Result<RestartReport> {
         log_bytes: a.end.0 - a.start.0,
         records: a.records,
         losers: a.losers.len() as u64,
+        system_losers: a.losers.values().filter(|l| l.system).count() as u64,
         analysis_us: t0.elapsed().as_micros() as u64,
         ..Default::default()
     };

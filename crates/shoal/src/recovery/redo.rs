@@ -40,7 +40,11 @@ pub(crate) fn redo(txns: &TxnManager, a: &Analysis) -> Result<RedoCounts> {
         }
         let pid = rec.page_id;
         let mut page = if based.insert(pid) {
-            match a.images.get(&pid) {
+            // Only an image at or after the redo LSN can be the base: redo replays nothing
+            // older, so changes between an older image and the redo LSN would be lost, and
+            // the disk copy holds them (the checkpoint saw the page clean and synced). A page
+            // that can be torn always has such an image (transaction rule 3).
+            match a.images.get(&pid).filter(|b| b.record_lsn >= a.redo_lsn) {
                 Some(best) => {
                     counts.images_installed += 1;
                     install_image(txns, pid, best.record_lsn, lsn, &rec)?
@@ -68,7 +72,14 @@ pub(crate) fn redo(txns: &TxnManager, a: &Analysis) -> Result<RedoCounts> {
             txns.append_image(&page, 0)?;
         }
         txns.resources()
-            .redo(lsn, pid, &rec.redo, &mut page.page_mut())?;
+            .redo(lsn, pid, &rec.redo, &mut page.page_mut())
+            .map_err(|e| match e {
+                Error::Corruption { page_id, reason } => Error::Corruption {
+                    page_id,
+                    reason: format!("{reason} (redo of the {:?} record at LSN {lsn})", rec.kind),
+                },
+                e => e,
+            })?;
         page.mark_dirty_since(lsn);
         page.set_page_lsn(lsn);
         counts.redone += 1;
