@@ -64,6 +64,15 @@
 //!    quarter of a page, so two fences and any two entries fit a node and a split always
 //!    makes room.
 //! 9. [`BTree::verify`] checks rules 1, 8 and the page-level invariants of every node.
+//! 10. **Merges** (`merge.rs`). A delete that leaves a node under a quarter full merges it
+//!     with a sibling under the same parent (the right one, else the left one) if the result
+//!     fills at most three quarters of a page (hysteresis: no split/merge thrashing), as a
+//!     system transaction holding the parent and both nodes X (top-down, left to right): the
+//!     left node's new image (undo: its old image) and the separator removed from the parent
+//!     (undo: put back). The right node is left unchanged and freed only once the merge is
+//!     durable (space invariant 5). A parent left underfull merges in turn; a root left with
+//!     one child takes over the child's contents (root shrink). Optimistic readers that were
+//!     on a merged-away node fail validation (its latch was taken X) and restart.
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's
@@ -76,11 +85,13 @@
 //! crash; it never causes a double use).
 //!
 //! ## Not done yet
-//! Merging underfull nodes and shrinking the root, values larger than a quarter page
-//! (overflow pages), key-range locks (lock-manager issue), prefix truncation.
+//! Redistribution between siblings that do not fit one page (they stay underfull), values
+//! larger than a quarter page (overflow pages), key-range locks (lock-manager issue), prefix
+//! and suffix truncation.
 
 mod cursor;
 pub mod key;
+mod merge;
 mod node;
 mod smo;
 mod tree;

@@ -187,7 +187,7 @@ impl BTree {
     /// another succeeded (only a log failure can do that), the pool is failed and the
     /// transaction is left for restart to roll back: undoing it here would need latches the
     /// caller holds.
-    fn system_txn(
+    pub(super) fn system_txn(
         &self,
         txns: &TxnManager,
         body: impl FnOnce(&mut Transaction<'_>, &mut dyn FnMut() -> Result<()>) -> Result<()>,

@@ -299,6 +299,58 @@ fn verify_reports_a_damaged_node() {
     );
 }
 
+/// Deleting most keys merges underfull nodes and shrinks the root; deleting all of them
+/// leaves a single leaf; the freed pages go back to the space manager.
+#[test]
+fn deletes_merge_nodes_and_shrink_the_root() {
+    let disk = FaultStorage::new(FaultConfig::new(12)).unwrap();
+    let e = open(&disk, 256);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    let n = 20_000;
+    for i in 0..n {
+        t.insert(&mut tx, &key(i), &value(i, 40)).unwrap();
+    }
+    tx.commit().unwrap();
+    let full = assert_sound(&t);
+    let allocated = e.space().allocated_count().unwrap();
+    let mut tx = e.begin();
+    for i in (0..n).filter(|i| i % 50 != 0) {
+        assert_eq!(t.delete(&mut tx, &key(i)).unwrap(), Some(value(i, 40)));
+    }
+    tx.commit().unwrap();
+    let sparse = assert_sound(&t);
+    assert_eq!(sparse.keys, n / 50);
+    assert!(
+        sparse.pages.len() * 10 < full.pages.len(),
+        "{} pages before, {} after",
+        full.pages.len(),
+        sparse.pages.len()
+    );
+    assert!(sparse.height < full.height, "{sparse:?}");
+    let freed = allocated - e.space().allocated_count().unwrap();
+    assert!(
+        freed as usize + sparse.pages.len() >= full.pages.len(),
+        "freed {freed}"
+    );
+    // Rolling back a transaction that deleted everything puts every key back.
+    let mut tx = e.begin();
+    for i in (0..n).step_by(50) {
+        t.delete(&mut tx, &key(i)).unwrap();
+    }
+    assert_eq!(assert_sound(&t).pages.len(), 1);
+    tx.abort().unwrap();
+    assert_eq!(assert_sound(&t).keys, n / 50);
+    let mut tx = e.begin();
+    for i in (0..n).step_by(50) {
+        t.delete(&mut tx, &key(i)).unwrap();
+    }
+    tx.commit().unwrap();
+    let empty = assert_sound(&t);
+    assert_eq!((empty.keys, empty.height, empty.pages.len()), (0, 1, 1));
+    e.close().unwrap();
+}
+
 /// A structure modification cut short after each of its steps (split of a leaf under an
 /// inner root; growth of a leaf root) with its records durable: restart rolls back the
 /// incomplete system transaction before anything else and the tree is whole again.
@@ -360,6 +412,50 @@ fn restart_rolls_back_an_interrupted_split_or_root_growth() {
             assert_eq!(assert_sound(&t).keys, n + 1);
             e.close().unwrap();
         }
+    }
+}
+
+/// A merge cut short after each of its two steps, its records durable: restart rolls it back
+/// (and the deleting transaction, a loser too), and every committed key is there.
+#[test]
+fn restart_rolls_back_an_interrupted_merge() {
+    for stop in 1..=2 {
+        let disk = FaultStorage::new(FaultConfig::new(20 + stop as u64)).unwrap();
+        let root = {
+            let e = open(&disk, 64);
+            let t = BTree::create(e.txns(), e.space()).unwrap();
+            let mut tx = e.begin();
+            for i in 0..300 {
+                t.insert(&mut tx, &key(i), &value(i, 100)).unwrap();
+            }
+            tx.commit().unwrap();
+            assert!(assert_sound(&t).pages_by_level[0] >= 4);
+            super::smo::tests_hook::set_stop_after(stop);
+            let mut tx = e.begin();
+            let err = (0..300)
+                .find_map(|i| t.delete(&mut tx, &key(i)).err())
+                .expect("a delete merges");
+            super::smo::tests_hook::set_stop_after(0);
+            assert!(
+                matches!(err, Error::InvalidArgument { name: "test", .. }),
+                "{err}"
+            );
+            let end = e.log().end_lsn();
+            e.log().wait_durable(Lsn(end.0 - 1)).unwrap();
+            disk.crash_now();
+            std::mem::forget(tx);
+            t.root()
+        };
+        disk.restart();
+        let e = open(&disk, 64);
+        let r = e.restart_report().clone();
+        assert_eq!((r.system_losers, r.losers), (1, 2), "stop {stop}: {r:?}");
+        let t = BTree::open(e.pool().clone(), e.space().clone(), root).unwrap();
+        assert_eq!(assert_sound(&t).keys, 300, "stop {stop}");
+        for i in 0..300 {
+            assert_eq!(t.get(&key(i)).unwrap(), Some(value(i, 100)));
+        }
+        e.close().unwrap();
     }
 }
 

@@ -448,6 +448,15 @@ impl BTree {
                 wal::undo_remove(root, &old)
             })?;
             let k = node::entry_key(x.page_id(), &old)?.len();
+            let underfull = x.page_id() != self.root
+                && super::merge::is_underfull(
+                    Node::open(x.bytes())?.free_bytes(),
+                    self.pool.page_size(),
+                );
+            drop(x);
+            if underfull {
+                self.merge_underfull(log.manager(), key, 0)?;
+            }
             return Ok(Some(old[node::KEY_LEN_BYTES + k..].to_vec()));
         }
     }
