@@ -122,7 +122,12 @@ impl Cursor<'_> {
         let mut entries = leaf.entries;
         entries.retain(|(k, _)| in_range(k));
         for (_, v) in &mut entries {
-            *v = self.tree.untag(std::mem::take(v))?;
+            match self.tree.value_of(std::mem::take(v))? {
+                Some(value) => *v = value,
+                // An overflow chain replaced since the leaf was read: read the leaf again
+                // (nothing of this batch has been returned yet).
+                None => return Ok(()),
+            }
         }
         if forward {
             self.batch.extend(entries);

@@ -74,6 +74,14 @@
 //!     one child takes over the child's contents (root shrink). Optimistic readers that were
 //!     on a merged-away node fail validation (its latch was taken X) and restart.
 //!
+//! 11. **Overflow values** (`overflow.rs`). A value that would make its entry longer than a
+//!     quarter page (up to [`MAX_VALUE_BYTES`]) is written by its transaction to a chain of
+//!     overflow pages, each logged as a new-page image, before the leaf entry that refers to
+//!     it. Chains are immutable; one is freed when the transaction that removed or replaced
+//!     its entry has committed durably ([`crate::txn::Transaction::after_commit`]), or when
+//!     a rollback removes an entry whose chain it wrote. Readers check each page's value id
+//!     and sequence number and start over if the chain was replaced under them.
+//!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's
 //! records reached the durable log: the new page only (unreachable), or also the truncated
@@ -85,14 +93,16 @@
 //! crash; it never causes a double use).
 //!
 //! ## Not done yet
-//! Redistribution between siblings that do not fit one page (they stay underfull), values
-//! larger than a quarter page (overflow pages), key-range locks (lock-manager issue), prefix
-//! and suffix truncation.
+//! Redistribution between siblings that do not fit one page (they stay underfull),
+//! key-range locks (lock-manager issue), prefix and suffix truncation. Overflow chains of a
+//! transaction cut short by a crash before its leaf entry was logged are leaked (allocated,
+//! unreachable), like the new pages of an interrupted split.
 
 mod cursor;
 pub mod key;
 mod merge;
 mod node;
+mod overflow;
 mod smo;
 mod tree;
 mod verify;
@@ -103,6 +113,7 @@ mod tests;
 
 pub use cursor::{Cursor, ScanDirection};
 pub use node::max_key_bytes;
+pub use overflow::MAX_VALUE_BYTES;
 pub use tree::BTree;
 pub use verify::VerifyReport;
 pub use wal::{BTreeRm, RM_BTREE};

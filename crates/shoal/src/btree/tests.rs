@@ -112,9 +112,9 @@ fn limits_are_typed_errors() {
         Err(Error::InvalidArgument { .. })
     ));
     let k = vec![1u8; t.max_key_bytes()];
-    let v = vec![2u8; t.max_value_bytes(k.len())];
+    let v = vec![2u8; t.max_inline_value_bytes(k.len())];
     t.insert(&mut tx, &k, &v).unwrap();
-    let too_long = vec![2u8; t.max_value_bytes(3) + 1];
+    let too_long = vec![2u8; t.max_value_bytes() + 1];
     assert!(matches!(
         t.insert(&mut tx, b"abc", &too_long),
         Err(Error::InvalidArgument { name: "value", .. })
@@ -351,6 +351,83 @@ fn deletes_merge_nodes_and_shrink_the_root() {
     e.close().unwrap();
 }
 
+/// Values too large for a leaf go to overflow chains: 1 MiB round trips, updates between
+/// inline and overflow, deletes and rollbacks free their chains (once durable), and a
+/// committed chain survives a crash with its pages only in the log.
+#[test]
+fn large_values_use_overflow_pages() {
+    let disk = FaultStorage::new(FaultConfig::new(13)).unwrap();
+    let root;
+    let big =
+        |n: u64, len: usize| -> Vec<u8> { (0..len).map(|i| (i as u64 * 7 + n) as u8).collect() };
+    {
+        let e = open(&disk, 64);
+        let t = BTree::create(e.txns(), e.space()).unwrap();
+        root = t.root();
+        let mut tx = e.begin();
+        t.insert(&mut tx, b"mib", &big(1, 1 << 20)).unwrap();
+        t.insert(&mut tx, b"small", b"x").unwrap();
+        let edge = t.max_inline_value_bytes(4);
+        t.insert(&mut tx, b"edge", &big(2, edge)).unwrap();
+        t.insert(&mut tx, b"over", &big(3, edge + 1)).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(t.get(b"mib").unwrap(), Some(big(1, 1 << 20)));
+        assert_eq!(t.get(b"over").unwrap(), Some(big(3, edge + 1)));
+        let r = assert_sound(&t);
+        assert_eq!(r.overflow_values, 2);
+        assert!(r.pages.len() > 256, "{} pages", r.pages.len());
+        // Replace overflow by inline and inline by overflow; roll one of each back.
+        let mut tx = e.begin();
+        assert_eq!(
+            t.update(&mut tx, b"mib", b"tiny").unwrap(),
+            Some(big(1, 1 << 20))
+        );
+        assert_eq!(
+            t.update(&mut tx, b"small", &big(4, 50_000)).unwrap(),
+            Some(b"x".to_vec())
+        );
+        tx.abort().unwrap();
+        assert_eq!(t.get(b"mib").unwrap(), Some(big(1, 1 << 20)));
+        assert_eq!(t.get(b"small").unwrap(), Some(b"x".to_vec()));
+        assert_eq!(assert_sound(&t).pages.len(), r.pages.len());
+        let mut tx = e.begin();
+        t.update(&mut tx, b"mib", b"tiny").unwrap();
+        t.update(&mut tx, b"small", &big(4, 50_000)).unwrap();
+        assert_eq!(t.delete(&mut tx, b"over").unwrap(), Some(big(3, edge + 1)));
+        tx.commit().unwrap(); // frees the 1 MiB chain and the `over` chain
+        assert_eq!(t.get(b"small").unwrap(), Some(big(4, 50_000)));
+        let r2 = assert_sound(&t);
+        let freed: Vec<_> = r.pages.difference(&r2.pages).copied().collect();
+        assert!(freed.len() > 128, "{} pages freed", freed.len());
+        for p in &freed {
+            assert!(!e.space().is_allocated(*p).unwrap(), "page {p} not freed");
+        }
+        // An aborted insert of a large value frees its chain.
+        let mut tx = e.begin();
+        t.insert(&mut tx, b"gone", &big(5, 300_000)).unwrap();
+        let with_gone = assert_sound(&t);
+        tx.abort().unwrap();
+        let gone: Vec<_> = with_gone.pages.difference(&r2.pages).copied().collect();
+        assert!(gone.len() > 64);
+        for p in &gone {
+            assert!(!e.space().is_allocated(*p).unwrap(), "page {p} not freed");
+        }
+        // A committed large value, its pages never written: redo rebuilds it from the log.
+        let mut tx = e.begin();
+        t.insert(&mut tx, b"kept", &big(6, 200_000)).unwrap();
+        tx.commit().unwrap();
+        disk.crash_now();
+    }
+    disk.restart();
+    let e = open(&disk, 64);
+    let t = BTree::open(e.pool().clone(), e.space().clone(), root).unwrap();
+    assert_eq!(t.get(b"kept").unwrap(), Some(big(6, 200_000)));
+    assert_eq!(t.get(b"small").unwrap(), Some(big(4, 50_000)));
+    assert_eq!(t.get(b"mib").unwrap(), Some(b"tiny".to_vec()));
+    assert_eq!(assert_sound(&t).overflow_values, 2);
+    e.close().unwrap();
+}
+
 /// A structure modification cut short after each of its steps (split of a leaf under an
 /// inner root; growth of a leaf root) with its records durable: restart rolls back the
 /// incomplete system transaction before anything else and the tree is whole again.
@@ -484,7 +561,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     let k = 0u16..600;
-    let len = prop_oneof![3 => 0u16..40, 1 => 300u16..900];
+    let len = prop_oneof![6 => 0u16..40, 2 => 300u16..900, 1 => 3000u16..20000];
     prop_oneof![
         4 => (k.clone(), len.clone()).prop_map(|(k, l)| Op::Insert(k, l)),
         2 => (k.clone(), len.clone()).prop_map(|(k, l)| Op::Upsert(k, l)),
@@ -508,7 +585,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// Random operations in transactions that commit or roll back, against a `BTreeMap`
-    /// model; values up to 900 bytes on 4 KiB pages force many splits; ends with `verify`.
+    /// model; values up to 900 bytes on 4 KiB pages force many splits, and up to 20,000
+    /// bytes go to overflow chains; ends with `verify`.
     #[test]
     fn matches_a_btreemap(ops in proptest::collection::vec(op(), 1..400)) {
         let disk = FaultStorage::new(FaultConfig::new(7)).unwrap();

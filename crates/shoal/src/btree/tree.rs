@@ -2,6 +2,7 @@
 //! rules 1–6 in the module doc). Structure modifications are in `smo.rs`.
 
 use super::node::{self, leaf_entry, Node, NodeImage, VALUE_INLINE};
+use super::overflow::OverflowRef;
 use super::wal;
 use crate::buffer::{BufferPool, ExclusiveGuard, OptimisticPage};
 use crate::error::{Error, Result};
@@ -155,9 +156,16 @@ impl BTree {
         node::max_key_bytes(self.pool.page_size())
     }
 
-    /// Longest value in bytes for a key of `key_len` bytes: key and value together take at
-    /// most a quarter of a page (2,010 bytes for 8 KiB pages).
-    pub fn max_value_bytes(&self, key_len: usize) -> usize {
+    /// Longest value in bytes: [`MAX_VALUE_BYTES`](super::MAX_VALUE_BYTES) (64 MiB). Values
+    /// longer than [`BTree::max_inline_value_bytes`] go to overflow pages.
+    pub fn max_value_bytes(&self) -> usize {
+        super::overflow::MAX_VALUE_BYTES
+    }
+
+    /// Longest value in bytes stored in the leaf itself for a key of `key_len` bytes: key and
+    /// value together take at most a quarter of a page (2,010 bytes for 8-byte keys and 8 KiB
+    /// pages); a longer one is stored in overflow pages.
+    pub fn max_inline_value_bytes(&self, key_len: usize) -> usize {
         node::max_entry_bytes(self.pool.page_size())
             .saturating_sub(node::KEY_LEN_BYTES + 1 + key_len)
     }
@@ -173,37 +181,75 @@ impl BTree {
         Ok(())
     }
 
-    fn tagged_value(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+    /// Checks `key` and `value` and makes the tagged value a leaf entry stores: the value
+    /// inline, or a reference to an overflow chain written now in `txn`.
+    fn tagged_value(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(Vec<u8>, Option<OverflowRef>)> {
         self.check_key(key)?;
-        let max = self.max_value_bytes(key.len());
+        let max = self.max_value_bytes();
         if value.len() > max {
             return Err(Error::invalid(
                 "value",
-                format!(
-                    "{} bytes is longer than the {max}-byte limit for a {}-byte key",
-                    value.len(),
-                    key.len()
-                ),
+                format!("{} bytes is longer than the {max}-byte limit", value.len()),
             ));
+        }
+        if value.len() > self.max_inline_value_bytes(key.len()) {
+            let r = self.write_overflow(txn, value)?;
+            return Ok((r.encode(), Some(r)));
         }
         let mut v = Vec::with_capacity(1 + value.len());
         v.push(VALUE_INLINE);
         v.extend_from_slice(value);
-        Ok(v)
+        Ok((v, None))
     }
 
-    pub(crate) fn untag(&self, tagged: Vec<u8>) -> Result<Vec<u8>> {
-        match tagged.split_first() {
-            Some((&VALUE_INLINE, _)) => {
+    /// The value a tagged value stands for; `None` if it is an overflow chain that was freed
+    /// and reused since the reference was read (the caller reads the leaf again).
+    pub(crate) fn value_of(&self, tagged: Vec<u8>) -> Result<Option<Vec<u8>>> {
+        match tagged.first() {
+            Some(&VALUE_INLINE) => {
                 let mut v = tagged;
                 v.remove(0);
-                Ok(v)
+                Ok(Some(v))
+            }
+            Some(&super::overflow::VALUE_OVERFLOW) => {
+                let r = OverflowRef::parse(self.root, &tagged)?.expect("tag checked");
+                self.read_overflow(&r)
             }
             _ => Err(Error::corruption(
                 self.root,
                 "leaf entry with an unknown value tag",
             )),
         }
+    }
+
+    /// The value of an old tagged value this transaction just removed or replaced; its
+    /// overflow chain, if any, is freed once the transaction commits durably.
+    fn retire(&self, txn: &mut Transaction<'_>, old: Vec<u8>) -> Result<Vec<u8>> {
+        let r = OverflowRef::parse(self.root, &old)?;
+        let value = self
+            .value_of(old)?
+            .ok_or_else(|| self.corrupt(self.root, "a value being removed lost its chain"))?;
+        if let Some(r) = r {
+            let tree = self.clone();
+            txn.after_commit(move || tree.free_overflow(&r));
+        }
+        Ok(value)
+    }
+
+    /// Frees the chain of a value whose entry was never linked, or was unlinked by a rollback
+    /// whose compensation records are logged: once they are durable (space invariant 5).
+    fn drop_unlinked(&self, txns: &TxnManager, r: Option<OverflowRef>) -> Result<()> {
+        if let Some(r) = r {
+            let log = txns.log();
+            log.wait_durable(Lsn(log.end_lsn().0 - 1))?;
+            self.free_overflow(&r)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn corrupt(&self, page: PageId, why: impl Into<String>) -> Error {
@@ -300,7 +346,13 @@ impl BTree {
             if leaf.validate().is_err() {
                 continue;
             }
-            return found?.map(|v| self.untag(v)).transpose();
+            match found? {
+                None => return Ok(None),
+                Some(tagged) => match self.value_of(tagged)? {
+                    Some(v) => return Ok(Some(v)),
+                    None => continue, // its chain was replaced meanwhile: read the leaf again
+                },
+            }
         }
     }
 
@@ -312,8 +364,14 @@ impl BTree {
     /// ([`BTree::max_key_bytes`], [`BTree::max_value_bytes`]); log, buffer-pool and
     /// allocation errors.
     pub fn insert(&self, txn: &mut Transaction<'_>, key: &[u8], value: &[u8]) -> Result<()> {
-        let v = self.tagged_value(key, value)?;
-        self.put(txn, key, &v, Put::Insert).map(|_| ())
+        let (v, chain) = self.tagged_value(txn, key, value)?;
+        match self.put(txn, key, &v, Put::Insert) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.drop_unlinked(txn.manager(), chain)?;
+                Err(e)
+            }
+        }
     }
 
     /// Inserts `key` with `value`, or replaces the value of a present `key`; returns the old
@@ -327,10 +385,11 @@ impl BTree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        let v = self.tagged_value(key, value)?;
-        self.put(txn, key, &v, Put::Upsert)?
-            .map(|old| self.untag(old))
-            .transpose()
+        let (v, _) = self.tagged_value(txn, key, value)?;
+        match self.put(txn, key, &v, Put::Upsert)? {
+            Some(old) => self.retire(txn, old).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Replaces the value of `key`; returns the old value, or `None` (and changes nothing)
@@ -344,10 +403,14 @@ impl BTree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        let v = self.tagged_value(key, value)?;
-        self.put(txn, key, &v, Put::Update)?
-            .map(|old| self.untag(old))
-            .transpose()
+        let (v, chain) = self.tagged_value(txn, key, value)?;
+        match self.put(txn, key, &v, Put::Update)? {
+            Some(old) => self.retire(txn, old).map(Some),
+            None => {
+                self.drop_unlinked(txn.manager(), chain)?;
+                Ok(None)
+            }
+        }
     }
 
     /// Deletes `key`; returns its value, or `None` if it was absent.
@@ -356,7 +419,10 @@ impl BTree {
     /// [`Error::InvalidArgument`] for a key over the limit; log and buffer-pool errors.
     pub fn delete(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_key(key)?;
-        self.remove(txn, key)?.map(|v| self.untag(v)).transpose()
+        match self.remove(txn, key)? {
+            Some(old) => self.retire(txn, old).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The leaf on `key`'s path, X-latched, after checking that it is a leaf of this tree that
@@ -464,7 +530,10 @@ impl BTree {
     /// Logical undo of an insert: removes `key` wherever it now lives (btree rule 6).
     pub(crate) fn undo_insert(&self, ctx: &mut UndoContext<'_>, key: &[u8]) -> Result<()> {
         match self.remove(ctx, key)? {
-            Some(_) => Ok(()),
+            Some(old) => {
+                let chain = OverflowRef::parse(self.root, &old)?;
+                self.drop_unlinked(ctx.manager(), chain)
+            }
             None => Err(self.corrupt(self.root, "undo of an insert: the key is gone")),
         }
     }
@@ -481,7 +550,10 @@ impl BTree {
         let key = node::entry_key(self.root, entry)?;
         let tagged = &entry[node::KEY_LEN_BYTES + key.len()..];
         match self.put(ctx, key, tagged, Put::Update)? {
-            Some(_) => Ok(()),
+            Some(newer) => {
+                let chain = OverflowRef::parse(self.root, &newer)?;
+                self.drop_unlinked(ctx.manager(), chain)
+            }
             None => Err(self.corrupt(self.root, "undo of an update: the key is gone")),
         }
     }

@@ -2,6 +2,7 @@
 //! broken invariant it finds rather than stopping at the first.
 
 use super::node::{self, entry_key, Node, NodeImage, VALUE_INLINE};
+use super::overflow;
 use super::tree::BTree;
 use crate::error::{Error, Result};
 use crate::types::PageId;
@@ -18,6 +19,8 @@ pub struct VerifyReport {
     pub pages_by_level: Vec<u64>,
     /// Keys in the leaves.
     pub keys: u64,
+    /// Values stored in overflow chains (their pages are in `pages`).
+    pub overflow_values: u64,
     /// Average fill per level, index 0 = leaves: bytes of fences, entries and slots over the
     /// bytes a node can use (0.0–1.0).
     pub fill_by_level: Vec<f64>,
@@ -70,6 +73,7 @@ impl BTree {
                 height: 0,
                 pages_by_level: Vec::new(),
                 keys: 0,
+                overflow_values: 0,
                 fill_by_level: Vec::new(),
                 pages: BTreeSet::new(),
                 problems: Vec::new(),
@@ -135,6 +139,9 @@ impl Walk<'_> {
             if img.child0.is_valid() {
                 self.problem(pid, "leaf with a leftmost child");
             }
+            for (i, e) in img.entries.iter().enumerate() {
+                self.check_overflow(pid, i, e)?;
+            }
             return Ok(());
         }
         // Children in order with their ranges.
@@ -162,6 +169,36 @@ impl Walk<'_> {
             }
             self.visit(c, Some(lvl - 1), lo, hi)?;
         }
+        Ok(())
+    }
+
+    /// Walks the overflow chain of leaf entry `i` of `pid`, if its value has one.
+    fn check_overflow(&mut self, pid: PageId, i: usize, entry: &[u8]) -> Result<()> {
+        let chain = match overflow::entry_ref(pid, entry) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                self.problem(pid, format!("entry {i}: {e}"));
+                return Ok(());
+            }
+        };
+        let pages = match self.tree.overflow_pages(&chain) {
+            Ok(p) => p,
+            Err(e @ (Error::Corruption { .. } | Error::PageNotAllocated { .. })) => {
+                self.problem(pid, format!("entry {i}'s overflow chain: {e}"));
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        for p in pages {
+            if !self.report.pages.insert(p) {
+                self.problem(p, "overflow page reached twice");
+            }
+            if !self.tree.space.is_allocated(p).unwrap_or(false) {
+                self.problem(p, "overflow page not allocated");
+            }
+        }
+        self.report.overflow_values += 1;
         Ok(())
     }
 
@@ -199,7 +236,10 @@ impl Walk<'_> {
                 self.problem(pid, format!("entry {i} has a key over the limit"));
             }
             let rest = &e[node::KEY_LEN_BYTES + key.len()..];
-            if img.level == 0 && rest.first() != Some(&VALUE_INLINE) {
+            if img.level == 0
+                && rest.first() != Some(&VALUE_INLINE)
+                && rest.first() != Some(&overflow::VALUE_OVERFLOW)
+            {
                 self.problem(pid, format!("entry {i} has an unknown value tag"));
             }
             prev = Some(key);

@@ -129,6 +129,7 @@ impl TxnManager {
             entry: None,
             system,
             finished: false,
+            after_commit: Vec::new(),
         }
     }
 
@@ -339,7 +340,12 @@ pub struct Transaction<'m> {
     entry: Option<Arc<TxnEntry>>,
     system: bool,
     finished: bool,
+    /// Run after the commit is durable; dropped on rollback.
+    after_commit: Vec<AfterCommit<'m>>,
 }
+
+/// Work a transaction leaves for after its commit is durable.
+type AfterCommit<'m> = Box<dyn FnOnce() -> Result<()> + 'm>;
 
 impl<'m> Transaction<'m> {
     /// The transaction's id.
@@ -453,11 +459,25 @@ impl<'m> Transaction<'m> {
         ))?;
         entry.set_last(lsn);
         mgr.table.remove(self.id);
-        if self.system {
-            Ok(())
-        } else {
-            mgr.log.commit(lsn)
+        if !self.system {
+            mgr.log.commit(lsn)?;
         }
+        if !self.after_commit.is_empty() {
+            mgr.log.wait_durable(lsn)?;
+            for action in std::mem::take(&mut self.after_commit) {
+                action()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers `action` to run once this transaction's commit is durable (at the end of
+    /// [`Transaction::commit`], which then waits for durability even under `Lazy`
+    /// durability); it is dropped if the transaction rolls back. For work that must not
+    /// happen unless the commit survives a crash, such as freeing the overflow pages of a
+    /// value the transaction deleted (a rollback would need them back).
+    pub fn after_commit(&mut self, action: impl FnOnce() -> Result<()> + 'm) {
+        self.after_commit.push(Box::new(action));
     }
 
     /// Gives up on the transaction without rolling it back, for a caller that holds latches
