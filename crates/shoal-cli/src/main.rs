@@ -1,8 +1,9 @@
 //! # `shoal`: the command-line program
 //!
-//! One binary with subcommands (DESIGN.md §6). Today: `shoal bench buffer` and
-//! `shoal bench log`, the buffer-pool and write-ahead-log micro-benchmarks, and
-//! `shoal bench recovery`, the time restart takes to replay a log after a crash. `inspect`,
+//! One binary with subcommands (DESIGN.md §6). Today: `shoal bench buffer`,
+//! `shoal bench log` and `shoal bench btree`, the buffer-pool, write-ahead-log and B+-tree
+//! micro-benchmarks, and `shoal bench recovery`, the time restart takes to replay a log
+//! after a crash. `inspect`,
 //! `verify` and `stats` come with the components they need.
 //!
 //! Conventions: results go to standard output, progress and errors to standard error; with
@@ -13,6 +14,7 @@
 use clap::builder::PossibleValuesParser;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use shoal_bench::micro::btree::{self, BtreeBench, BtreeConfig};
 use shoal_bench::micro::buffer::{self, BufferBench, BufferConfig};
 use shoal_bench::micro::log::{self as logbench, LogBench, LogConfig};
 use shoal_bench::micro::recovery::{self, RecoveryBench, RecoveryConfig};
@@ -58,6 +60,10 @@ enum Benchmark {
     /// Recovery benchmark: generates a log of key-value updates, crashes, and times the
     /// restart (analysis, redo, undo) that replays it; checks every key afterwards.
     Recovery(RecoveryArgs),
+    /// B+-tree micro-benchmark: lookups (a tree in the pool, next to a std BTreeMap; a
+    /// three-level tree whose root is the hot spot), sequential and random inserts, and
+    /// range scans.
+    Btree(BtreeArgs),
 }
 
 /// Settings every benchmark takes.
@@ -65,7 +71,8 @@ enum Benchmark {
 struct CommonArgs {
     /// Thread counts to measure, comma-separated, e.g. 1,2,4,8; applies to every variant
     /// [default: the benchmark's own; buffer: 1,2; log: insert 1,2, commit-full and
-    /// commit-lazy 1,2,4,8,16,32,64].
+    /// commit-lazy 1,2,4,8,16,32,64; btree: lookup-hot-root 1,2,4,...,128, the others
+    /// 1,2].
     #[arg(long, value_name = "LIST", allow_negative_numbers = true)]
     threads: Option<ThreadList>,
 
@@ -97,7 +104,7 @@ struct CommonArgs {
 
     /// Time one operation in N for the latency percentiles; 1 = every operation, which
     /// costs about 54 ns per operation [default: the benchmark's own; buffer: 64; log:
-    /// commit-full 1, the other variants 64].
+    /// commit-full 1, the other variants 64; btree: scan 1, the other variants 64].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     latency_sample_every: Option<u32>,
 
@@ -261,6 +268,47 @@ struct RecoveryArgs {
     out: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+struct BtreeArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+
+    /// Variants to run, comma-separated (default: all, in the order listed);
+    /// lookup-resident brings lookup-resident-btreemap along.
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = PossibleValuesParser::new(btree::VARIANTS))]
+    variant: Vec<String>,
+
+    /// Buffer pool size: a number of MiB, or with a unit (B, KiB, MiB, GiB). It must hold
+    /// the loaded trees; the insert variants' trees grow into it.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB")]
+    pool_size: ByteSize,
+
+    /// Page size in bytes: a power of two from 4096 to 65536.
+    #[arg(long, value_name = "BYTES", default_value_t = shoal::options::PAGE_SIZE_DEFAULT_BYTES,
+          value_parser = parse_page_size)]
+    page_size: usize,
+
+    /// Keys (8-byte values) of lookup-resident, its BTreeMap context and scan; at least
+    /// 1000.
+    #[arg(long, value_name = "N", default_value_t = btree::KEYS_DEFAULT)]
+    keys: u64,
+
+    /// Keys (96-byte values) of lookup-hot-root; they must make a tree of exactly three
+    /// levels.
+    #[arg(long, value_name = "N", default_value_t = btree::HOT_KEYS_DEFAULT)]
+    hot_keys: u64,
+
+    /// Inserts per transaction of insert-sequential and insert-random.
+    #[arg(long, value_name = "N", default_value_t = btree::INSERTS_PER_TXN_DEFAULT)]
+    inserts_per_txn: u32,
+
+    /// Create the temporary database directories under DIR (created if its parent exists)
+    /// instead of the system temporary directory.
+    #[arg(long, value_name = "DIR")]
+    db_dir: Option<PathBuf>,
+}
+
 /// Parses `--page-size`: bytes, checked by the engine's own rule.
 fn parse_page_size(s: &str) -> Result<usize, String> {
     let n: usize = s
@@ -344,6 +392,35 @@ fn run_log(args: &LogArgs) -> shoal_bench::Result<()> {
     Ok(())
 }
 
+/// Runs the btree benchmark one variant at a time, each with its own default thread list and
+/// latency sampling unless `--threads` or `--latency-sample-every` was given.
+fn run_btree(args: &BtreeArgs) -> shoal_bench::Result<()> {
+    let common = &args.common;
+    let bench = BtreeBench::new(BtreeConfig {
+        pool_size_bytes: args.pool_size.bytes(),
+        page_size_bytes: args.page_size,
+        keys: args.keys,
+        hot_keys: args.hot_keys,
+        inserts_per_txn: args.inserts_per_txn,
+        db_dir: args.db_dir.clone(),
+        progress: true,
+    })?;
+    let base = common.run_config(&bench, btree::THREADS_DEFAULT);
+    let plan = btree::plan(
+        &args.variant,
+        common.threads.as_ref().map(|t| t.0.as_slice()),
+        common.latency_sample_every,
+        &base,
+    )?;
+    for (_, run) in &plan {
+        run.validate()?;
+    }
+    let mut output = Output::new(common.output_options())?;
+    btree::run(&bench, &plan, &mut output)?;
+    output.finish()?;
+    Ok(())
+}
+
 /// Runs the recovery benchmark: one generated log, one timed restart.
 fn run_recovery(args: &RecoveryArgs) -> shoal_bench::Result<()> {
     let bench = RecoveryBench::new(RecoveryConfig {
@@ -376,6 +453,7 @@ fn main() -> ExitCode {
             Some(Benchmark::Buffer(args)) => run_buffer(args),
             Some(Benchmark::Log(args)) => run_log(args),
             Some(Benchmark::Recovery(args)) => run_recovery(args),
+            Some(Benchmark::Btree(args)) => run_btree(args),
             None => missing_benchmark(),
         },
     };
@@ -530,6 +608,60 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--threads"), "{e}");
+    }
+
+    #[test]
+    fn btree_defaults_and_flags() {
+        let cli = Cli::try_parse_from(["shoal", "bench", "btree"]).unwrap();
+        let Command::Bench(b) = cli.command;
+        let Some(Benchmark::Btree(a)) = b.bench else {
+            panic!("btree expected")
+        };
+        assert!(a.variant.is_empty());
+        assert_eq!(a.common.threads, None);
+        assert_eq!(a.pool_size.bytes(), 1 << 30);
+        assert_eq!(a.page_size, 8192);
+        assert_eq!(a.keys, 1_000_000);
+        assert_eq!(a.hot_keys, 100_000);
+        assert_eq!(a.inserts_per_txn, 1000);
+
+        let cli = Cli::try_parse_from([
+            "shoal",
+            "bench",
+            "btree",
+            "--variant",
+            "scan,lookup-hot-root",
+            "--threads",
+            "1,64",
+            "--keys",
+            "5000",
+            "--hot-keys",
+            "20000",
+            "--inserts-per-txn",
+            "10",
+            "--pool-size",
+            "32",
+        ])
+        .unwrap();
+        let Command::Bench(b) = cli.command;
+        let Some(Benchmark::Btree(a)) = b.bench else {
+            panic!("btree expected")
+        };
+        assert_eq!(a.variant, ["scan", "lookup-hot-root"]);
+        assert_eq!(a.common.threads.as_ref().unwrap().0, vec![1, 64]);
+        assert_eq!((a.keys, a.hot_keys, a.inserts_per_txn), (5000, 20_000, 10));
+        assert_eq!(a.pool_size.bytes(), 32 << 20);
+
+        for (args, needle) in [
+            (vec!["--variant", "lookup"], "--variant"),
+            (vec!["--keys", "x"], "--keys"),
+            (vec!["--page-size", "1000"], "--page-size"),
+        ] {
+            let mut argv = vec!["shoal", "bench", "btree"];
+            argv.extend(args.iter().copied());
+            let e = Cli::try_parse_from(&argv).unwrap_err().to_string();
+            assert!(e.contains(needle), "{argv:?}: {e}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! End-to-end tests of the `shoal` binary: argument errors, and short real runs of
-//! `shoal bench buffer`, `shoal bench log` and `shoal bench recovery` whose standard output
-//! must be JSON lines and nothing else.
+//! `shoal bench buffer`, `shoal bench log`, `shoal bench recovery` and `shoal bench btree`
+//! whose standard output must be JSON lines and nothing else.
 
 use std::process::{Command, Output};
 
@@ -24,7 +24,8 @@ fn bench_without_a_name_lists_the_benchmarks() {
         e.contains("name a benchmark")
             && e.contains("buffer")
             && e.contains("log")
-            && e.contains("recovery"),
+            && e.contains("recovery")
+            && e.contains("btree"),
         "{e}"
     );
     assert!(o.stdout.is_empty());
@@ -84,6 +85,30 @@ fn bad_arguments_are_named_and_fail() {
             2,
             "--duration-s",
         ),
+        (&["bench", "btree", "--keys", "10"][..], 1, "--keys"),
+        (
+            &["bench", "btree", "--variant", "lookup"][..],
+            2,
+            "--variant",
+        ),
+        (
+            &[
+                "bench",
+                "btree",
+                "--variant",
+                "lookup-hot-root",
+                "--hot-keys",
+                "100",
+                "--pool-size",
+                "16MiB",
+                "--threads",
+                "1",
+                "--duration-s",
+                "0.1",
+            ][..],
+            1,
+            "--hot-keys",
+        ),
     ] {
         let o = shoal(args);
         assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
@@ -101,6 +126,7 @@ fn help_works_for_every_command() {
         &["bench", "buffer", "--help"],
         &["bench", "log", "--help"],
         &["bench", "recovery", "--help"],
+        &["bench", "btree", "--help"],
     ] {
         let o = shoal(args);
         assert!(o.status.success(), "{args:?}");
@@ -224,6 +250,52 @@ fn recovery_json_run_replays_the_log_it_was_asked_for() {
     assert!(v["log_mib"].as_f64().unwrap() >= 4.0, "{v}");
     assert!(report.contains("| kv-update | 1 |"), "{report}");
     assert!(report.contains("replay_mib_per_s="), "{report}");
+}
+
+#[test]
+fn btree_json_run_prints_only_json_lines_with_its_derived_fields() {
+    let (lines, report) = json_run(
+        "btree",
+        &[
+            "--keys",
+            "5000",
+            "--hot-keys",
+            "10000",
+            "--page-size",
+            "4096",
+            "--pool-size",
+            "32MiB",
+            "--inserts-per-txn",
+            "100",
+        ],
+    );
+    // Six variants (the BTreeMap context included) at 1 and 2 threads.
+    assert_eq!(lines.len(), 6 * 2);
+    for v in &lines {
+        let variant = v["variant"].as_str().unwrap();
+        let context = variant == "lookup-resident-btreemap";
+        assert_eq!(
+            v["engine"],
+            if context { "std-btreemap" } else { "shoal" },
+            "{v}"
+        );
+        assert_eq!(v.get("root_latch_waits").is_some(), !context, "{v}");
+        assert_eq!(
+            v.get("vs_btreemap").is_some(),
+            variant == "lookup-resident",
+            "{v}"
+        );
+        if variant.starts_with("insert-") {
+            assert!(v["leaf_fill"].as_f64().unwrap() > 0.0, "{v}");
+            assert!(v["log_bytes_per_op"].as_f64().unwrap() > 0.0, "{v}");
+        }
+        if variant == "lookup-hot-root" {
+            assert_eq!(v["config"]["loaded_height"], 3, "{v}");
+            assert!(v["engine_stats"]["root_latch_waits"].is_u64(), "{v}");
+        }
+    }
+    assert!(report.contains("| lookup-hot-root | 2 |"), "{report}");
+    assert!(report.contains("vs_btreemap="), "{report}");
 }
 
 #[test]

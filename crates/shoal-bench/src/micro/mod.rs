@@ -7,14 +7,16 @@
 //! | `buffer` | buffer pool (DESIGN.md §3.3) | [`buffer`] |
 //! | `log` | write-ahead log manager (DESIGN.md §3.5) | [`log`] |
 //! | `recovery` | ARIES restart after a crash (DESIGN.md §3.6) | [`recovery`] |
+//! | `btree` | B+-tree lookups, inserts and scans (DESIGN.md §3.9) | [`btree`] |
 //!
-//! Planned (DESIGN.md §6): `btree`, `lock`, as their components land.
+//! Planned (DESIGN.md §6): `lock`, as its component lands.
 //!
 //! [`MicroBench`]: crate::runner::MicroBench
 
+pub mod btree;
 pub mod buffer;
 pub mod log;
 pub mod recovery;
 
 /// Names of the micro-benchmarks, as typed after `shoal bench`.
-pub const NAMES: &[&str] = &["buffer", "log", "recovery"];
+pub const NAMES: &[&str] = &["buffer", "log", "recovery", "btree"];

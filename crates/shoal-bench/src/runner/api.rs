@@ -144,6 +144,12 @@ pub trait MicroBench: Sync {
         "shoal"
     }
 
+    /// The engine measured by `variant`: [`MicroBench::engine`] unless the variant measures
+    /// something else for context (e.g. `btree`'s `std::collections::BTreeMap` point).
+    fn variant_engine(&self, _variant: &str) -> &'static str {
+        self.engine()
+    }
+
     /// Names of the variants, in the order they run by default.
     fn variants(&self) -> &'static [&'static str];
 
@@ -182,6 +188,17 @@ pub trait MicroBench: Sync {
     /// growth during the measured time as `engine_stats`. Empty by default.
     fn counters(_state: &Self::State) -> BTreeMap<String, u64> {
         BTreeMap::new()
+    }
+
+    /// Called after each point once its workers have stopped, outside the measured time
+    /// (runner rule 5): checks what the point left in the state (e.g. a tree's integrity
+    /// after inserts) and returns values to add to the point's derived fields (e.g. the
+    /// tree's fill). Names follow [`MicroBench::derived`]. Nothing and empty by default.
+    ///
+    /// # Errors
+    /// A failed check ([`BenchError::Check`]) or an engine error; the run stops.
+    fn after_point(_state: &Self::State) -> Result<Map<String, Value>> {
+        Ok(Map::new())
     }
 
     /// Values derived from the growth of the engine counters during the measured time

@@ -30,6 +30,9 @@
 //!    waits for it. Result checks in operations are therefore errors, never panics.
 //! 4. An operation that calls [`ThreadCtx::abort`] is not counted in `ops` and its latency is
 //!    not recorded; it is counted under its cause in `aborts`.
+//! 5. After the workers have joined, [`MicroBench::after_point`] may check the state the
+//!    point left (and add derived values); its time is outside the measured time, so a
+//!    check may be as thorough as a full integrity walk.
 //!
 //! ## Latency sampling
 //!
@@ -206,7 +209,7 @@ pub fn run_micro<B: MicroBench>(
             })?;
             let mut m = to_measurement(
                 bench.name(),
-                bench.engine(),
+                bench.variant_engine(variant),
                 variant,
                 threads,
                 r,
@@ -214,6 +217,7 @@ pub fn run_micro<B: MicroBench>(
                 config.clone(),
             );
             m.derived = B::derived(variant, &m.engine_stats, m.ops);
+            m.derived.extend(B::after_point(&state)?);
             observer.point_finished(&info, &m)?;
             out.push(m);
         }

@@ -152,6 +152,13 @@ impl MicroBench for Sleepy {
     fn name(&self) -> &'static str {
         "sleepy"
     }
+    fn variant_engine(&self, variant: &str) -> &'static str {
+        if variant == "long" {
+            "sloth"
+        } else {
+            self.engine()
+        }
+    }
     fn variants(&self) -> &'static [&'static str] {
         &["short", "long"]
     }
@@ -174,6 +181,12 @@ impl MicroBench for Sleepy {
     }
     fn derived(variant: &str, _stats: &BTreeMap<String, u64>, ops: u64) -> Map<String, Value> {
         Map::from_iter([(format!("{variant}_ops_seen"), Value::from(ops))])
+    }
+    fn after_point(state: &Duration) -> Result<Map<String, Value>> {
+        Ok(Map::from_iter([(
+            "nap_us_after".to_string(),
+            Value::from(state.as_micros() as u64),
+        )]))
     }
 }
 
@@ -229,7 +242,12 @@ fn run_micro_sweeps_variants_and_threads() {
     assert!(short1.p50_us.unwrap() >= 100.0);
     assert!(short1.ops_per_s_per_thread <= 10_000.0);
     assert_eq!(short1.latency_samples, short1.ops);
+    // Values from after_point join the derived ones.
+    assert_eq!(short1.derived["nap_us_after"], 100);
     let long2 = &ms[3];
+    // A variant may name another engine; its scaling ratio compares it with itself.
+    assert_eq!(long2.engine, "sloth");
+    assert_eq!(long2.derived["nap_us_after"], 1000);
     assert!(long2.p50_us.unwrap() >= 1000.0);
     assert!((long2.ops_per_s_per_thread - long2.ops_per_s / 2.0).abs() < 1e-9);
     assert!(long2.max_rss_bytes.is_some() || !cfg!(target_os = "linux"));
