@@ -345,7 +345,7 @@ pub struct Transaction<'m> {
 }
 
 /// Work a transaction leaves for after its commit is durable.
-type AfterCommit<'m> = Box<dyn FnOnce() -> Result<()> + 'm>;
+type AfterCommit<'m> = Box<dyn FnOnce() -> Result<()> + Send + 'm>;
 
 impl<'m> Transaction<'m> {
     /// The transaction's id.
@@ -476,7 +476,7 @@ impl<'m> Transaction<'m> {
     /// durability); it is dropped if the transaction rolls back. For work that must not
     /// happen unless the commit survives a crash, such as freeing the overflow pages of a
     /// value the transaction deleted (a rollback would need them back).
-    pub fn after_commit(&mut self, action: impl FnOnce() -> Result<()> + 'm) {
+    pub fn after_commit(&mut self, action: impl FnOnce() -> Result<()> + Send + 'm) {
         self.after_commit.push(Box::new(action));
     }
 
