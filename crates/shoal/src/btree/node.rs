@@ -120,6 +120,21 @@ fn parse_fence(page: PageId, rec: &[u8]) -> Result<Option<Vec<u8>>> {
     }
 }
 
+/// A search key with its head (first 8 bytes, big-endian, zero-padded) computed once.
+struct Probe<'k> {
+    key: &'k [u8],
+    head: u64,
+}
+
+impl<'k> Probe<'k> {
+    fn new(key: &'k [u8]) -> Self {
+        Probe {
+            key,
+            head: key.head_be(0, key.len().min(8)),
+        }
+    }
+}
+
 /// A read view of a node. The fields are a snapshot taken by [`Node::open`].
 pub(crate) struct Node<'a, P: PageRead + ?Sized> {
     s: Slotted<'a, P>,
@@ -212,28 +227,45 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
 
     /// Compares entry `i`'s key with `key`.
     pub(crate) fn cmp_key(&self, i: usize, key: &[u8]) -> Result<Ordering> {
-        let r = self.key_range(i)?;
-        let common = r.len().min(key.len());
+        self.cmp_probe(i, &Probe::new(key))
+    }
+
+    /// Compares entry `i`'s key with a probe: first the 8-byte heads (one or two loads, no
+    /// copy), then, only if both keys are longer than 8 bytes and their heads are equal, the
+    /// rest.
+    fn cmp_probe(&self, i: usize, p: &Probe<'_>) -> Result<Ordering> {
+        let (_, r) = self.ranges(i)?;
+        let page = self.s.page();
+        let head = page.head_be(r.start, r.len().min(8));
+        if head != p.head {
+            return Ok(head.cmp(&p.head));
+        }
+        if r.len() <= 8 || p.key.len() <= 8 {
+            return Ok(r.len().cmp(&p.key.len()));
+        }
+        let (rest, key) = (r.start + 8..r.end, &p.key[8..]);
+        let common = rest.len().min(key.len());
         let mut chunk = [0u8; 64];
         let mut done = 0;
         while done < common {
             let n = (common - done).min(chunk.len());
-            self.s.page().read_into(r.start + done, &mut chunk[..n]);
+            page.read_into(rest.start + done, &mut chunk[..n]);
             match chunk[..n].cmp(&key[done..done + n]) {
                 Ordering::Equal => done += n,
                 unequal => return Ok(unequal),
             }
         }
-        Ok(r.len().cmp(&key.len()))
+        Ok(rest.len().cmp(&key.len()))
     }
 
     /// Binary search: `Ok(i)` if entry `i` has `key`, `Err(i)` if `key` belongs before entry
     /// `i` (`i` may be [`Node::entry_count`]).
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
+        let probe = Probe::new(key);
         let (mut lo, mut hi) = (0, self.entry_count());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.cmp_key(mid, key)? {
+            match self.cmp_probe(mid, &probe)? {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(Ok(mid)),

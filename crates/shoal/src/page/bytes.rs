@@ -50,6 +50,17 @@ pub trait PageRead {
         self.read_into(offset, &mut b);
         u64::from_le_bytes(b)
     }
+    /// The `n <= 8` bytes at `offset` as the high-order bytes of a big-endian `u64`, the rest
+    /// zero: the "head" of a byte string, so that comparing heads compares the strings' first
+    /// eight bytes (B-tree key search).
+    ///
+    /// # Panics
+    /// If `n > 8` or the bytes lie outside the page.
+    fn head_be(&self, offset: usize, n: usize) -> u64 {
+        let mut b = [0u8; 8];
+        self.read_into(offset, &mut b[..n]);
+        u64::from_be_bytes(b)
+    }
     /// Copies `len` bytes at `offset` into a new vector.
     fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
@@ -168,6 +179,26 @@ fn atomic_read_small<const N: usize>(words: &[AtomicU64], offset: usize) -> [u8;
     out
 }
 
+/// [`PageRead::head_be`] with at most two relaxed loads.
+#[inline]
+fn atomic_head_be(words: &[AtomicU64], offset: usize, n: usize) -> u64 {
+    assert!(n <= 8, "a head is at most 8 bytes");
+    if n == 0 {
+        return 0;
+    }
+    let (w, start) = (offset / 8, offset % 8);
+    // A word's bytes in memory order are its native-endian bytes (as in `atomic_read`).
+    let lo = words[w].load(Relaxed).to_ne_bytes();
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&lo);
+    if start + n > 8 {
+        b[8..].copy_from_slice(&words[w + 1].load(Relaxed).to_ne_bytes());
+    }
+    let mut out = [0u8; 8];
+    out[..n].copy_from_slice(&b[start..start + n]);
+    u64::from_be_bytes(out)
+}
+
 /// Writes `src` at `offset` with relaxed stores; partial words are read-modify-written, which
 /// is correct only because the caller holds the X latch (the only writer).
 #[inline]
@@ -211,12 +242,20 @@ macro_rules! impl_atomic_page_read {
                 atomic_read(self.words, offset, dst);
             }
             #[inline]
+            fn u8_at(&self, offset: usize) -> u8 {
+                atomic_read_small::<1>(self.words, offset)[0]
+            }
+            #[inline]
             fn u16_at(&self, offset: usize) -> u16 {
                 u16::from_le_bytes(atomic_read_small(self.words, offset))
             }
             #[inline]
             fn u32_at(&self, offset: usize) -> u32 {
                 u32::from_le_bytes(atomic_read_small(self.words, offset))
+            }
+            #[inline]
+            fn head_be(&self, offset: usize, n: usize) -> u64 {
+                atomic_head_be(self.words, offset, n)
             }
             #[inline]
             fn u64_at(&self, offset: usize) -> u64 {
@@ -345,6 +384,16 @@ mod tests {
             assert_eq!(r.u64_at(o), plain.as_slice().u64_at(o), "u64 at {o}");
             assert_eq!(r.u32_at(o), plain.as_slice().u32_at(o), "u32 at {o}");
             assert_eq!(r.u16_at(o), plain.as_slice().u16_at(o), "u16 at {o}");
+            assert_eq!(r.u8_at(o), plain[o], "u8 at {o}");
+        }
+        for o in 0..32 {
+            for n in 0..=8.min(32 - o) {
+                let mut head = [0u8; 8];
+                head[..n].copy_from_slice(&plain[o..o + n]);
+                let want = u64::from_be_bytes(head);
+                assert_eq!(r.head_be(o, n), want, "head of {n} at {o}");
+                assert_eq!(plain.as_slice().head_be(o, n), want, "plain head of {n} at {o}");
+            }
         }
     }
 

@@ -242,10 +242,10 @@ impl Head {
     fn slot_entry<P: PageRead + ?Sized>(&self, page: &P, slot: usize) -> Result<(usize, usize)> {
         self.check_slot(slot)?;
         // In bounds: slot < slot_count and free_start() <= page_len (checked by `read`).
-        let mut raw = [0u8; SLOT_SIZE];
-        page.read_into(self.slot_pos(slot), &mut raw);
-        let offset = decode_offset(u16::from_le_bytes([raw[0], raw[1]]));
-        let len = u16::from_le_bytes([raw[2], raw[3]]) as usize;
+        // One 4-byte read (a single load from a frame: slots are 4-byte aligned).
+        let raw = page.u32_at(self.slot_pos(slot));
+        let offset = decode_offset(raw as u16);
+        let len = (raw >> 16) as usize;
         if offset < self.free_end || offset + len > self.page_len {
             return Err(self.corrupt(format!(
                 "slot {slot}: record [{offset}, {}) lies outside the record heap [{}, {})",
