@@ -225,11 +225,6 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(self.ranges(i)?.1)
     }
 
-    /// Compares entry `i`'s key with `key`.
-    pub(crate) fn cmp_key(&self, i: usize, key: &[u8]) -> Result<Ordering> {
-        self.cmp_probe(i, &Probe::new(key))
-    }
-
     /// Compares entry `i`'s key with a probe: first the 8-byte heads (one or two loads, no
     /// copy), then, only if both keys are longer than 8 bytes and their heads are equal, the
     /// rest.
