@@ -6,16 +6,15 @@
 //! and no aborted or unfinished transaction's (a commit in flight at the crash lands whole
 //! or not at all), and after a clean close every written page's checksum verifies.
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shoal::btree::BTree;
-use shoal::engine::DATA_FILE;
-use shoal::io::{FaultConfig, FaultKind, FaultRule, FaultStorage, OpClass, Storage};
+use shoal::io::{FaultConfig, FaultStorage, Storage};
 use shoal::log::LogOptions;
-use shoal::page::header;
 use shoal::{Engine, Options, PageId};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 const THREADS: u64 = 3;
@@ -82,27 +81,13 @@ fn workload(disk: &FaultStorage, seed: u64) -> Outcome {
         let end = e.log().end_lsn();
         e.log().wait_durable(shoal::Lsn(end.0 - 1))?; // the tree exists before any worker
         out.root = Some(tree.root());
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            let ckpt = s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    if e.checkpoint().is_err() {
-                        return;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(3));
-                }
-            });
-            let workers: Vec<_> = (0..THREADS)
-                .map(|t| {
+        common::with_checkpointer(&e, || {
+            std::thread::scope(|s| {
+                for t in 0..THREADS {
                     let (e, tree, known) = (&e, &tree, known[t as usize].clone());
-                    s.spawn(move || worker(e, tree, t, seed, &known))
-                })
-                .collect();
-            for w in workers {
-                let _ = w.join().unwrap();
-            }
-            stop.store(true, Ordering::Relaxed);
-            ckpt.join().unwrap();
+                    s.spawn(move || worker(e, tree, t, seed, &known));
+                }
+            })
         });
         e.close()
     };
@@ -248,27 +233,20 @@ fn check(disk: &FaultStorage, out: &Outcome, ctx: &str) -> u64 {
             }
         }
     }
-    let allocated: Vec<u64> = (0..e.space().page_count())
-        .filter(|&p| e.space().is_allocated(PageId(p)).unwrap())
-        .collect();
-    e.close()
-        .unwrap_or_else(|err| panic!("{ctx}: close: {err}"));
-    let data = disk.durable_contents(DATA_FILE).unwrap();
-    for p in allocated {
-        let img = &data[p as usize * PAGE..(p as usize + 1) * PAGE];
-        if img.iter().all(|&b| b == 0) {
-            continue; // reserved with an extent, never written (space invariant 2)
-        }
-        header::verify(img, PageId(p)).unwrap_or_else(|err| panic!("{ctx}: page {p}: {err}"));
-    }
+    common::close_and_check_checksums(disk, e, PAGE, ctx);
     interrupted_smos
 }
 
-fn crash_points() -> u64 {
+const MATRIX: common::Matrix<Outcome> = common::Matrix {
+    run: workload,
+    check,
+};
+
+/// The workload splits and merges a lot (else the matrix would test little).
+#[test]
+fn the_workload_changes_the_structure() {
     let disk = FaultStorage::new(FaultConfig::new(0)).unwrap();
     let out = workload(&disk, 0);
-    assert!(out.root.is_some());
-    // The uncrashed run must itself be sound, and must have split a lot.
     let e = open(&disk).unwrap();
     let tree = BTree::open(e.pool().clone(), e.space().clone(), out.root.unwrap()).unwrap();
     let r = tree.verify().unwrap();
@@ -276,108 +254,35 @@ fn crash_points() -> u64 {
         r.is_ok() && r.height >= 2 && r.pages_by_level[0] >= 20,
         "{r:?}"
     );
-    drop(tree);
     e.close().unwrap();
-    let n = disk.op_counts().crash_points;
-    assert!(n > 300, "workload has only {n} crash points");
-    n
 }
 
 /// Each of the first 300 crash points: torn write + power loss.
 #[test]
 fn btree_survives_a_crash_at_each_of_the_first_300_points() {
-    let total = crash_points();
-    let mut smos = 0;
-    for k in 1..=total.min(300) {
-        let disk = FaultStorage::new(FaultConfig::new(k).rule(FaultRule::nth(
-            FaultKind::TornWrite,
-            OpClass::CrashPoint,
-            k,
-        )))
-        .unwrap();
-        let out = workload(&disk, k);
-        assert!(
-            disk.is_crashed() || k > total / 2,
-            "crash point {k} did not fire"
-        );
-        disk.disarm_all();
-        disk.restart();
-        smos += check(&disk, &out, &format!("crash point {k}"));
-    }
+    let smos = MATRIX.each_of_first(300);
     eprintln!("{smos} interrupted structure modifications rolled back");
 }
 
-/// 300 random crash points (power loss or torn write), with unsynced writes surviving at
-/// random.
+/// 300 random crash points, unsynced writes surviving at random. Splits cut short by the
+/// crash are rare here (their records are appended back to back);
+/// `btree::tests::restart_rolls_back_an_interrupted_*` cover each step of each kind.
 #[test]
 fn btree_survives_300_random_crashes() {
-    random_crashes(300, 43);
+    let smos = MATRIX.random(300, 43);
+    eprintln!("{smos} interrupted structure modifications rolled back");
 }
 
 /// The long variant (`cargo test --release -p shoal --test btree_crash -- --ignored`).
 #[test]
 #[ignore]
 fn btree_survives_3000_random_crashes() {
-    random_crashes(3000, 4343);
-}
-
-fn random_crashes(count: u64, seed: u64) {
-    let n = crash_points();
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut smos = 0;
-    for i in 0..count {
-        let k = rng.random_range(1..=n);
-        let kind = if i % 2 == 0 {
-            FaultKind::TornWrite
-        } else {
-            FaultKind::PowerLoss
-        };
-        let disk = FaultStorage::new(
-            FaultConfig::new(1000 + i)
-                .unsynced_survival(0.5)
-                .rule(FaultRule::nth(kind, OpClass::CrashPoint, k)),
-        )
-        .unwrap();
-        let out = workload(&disk, 1000 + i);
-        disk.disarm_all();
-        disk.restart();
-        smos += check(
-            &disk,
-            &out,
-            &format!("random crash {i} at point {k} ({kind:?})"),
-        );
-    }
-    // Splits cut short by the crash are rare here (their records are appended back to back);
-    // `btree::tests::restart_rolls_back_an_interrupted_*` cover each step of each kind.
-    eprintln!("{smos} interrupted structure modifications rolled back");
+    MATRIX.random(3000, 4343);
 }
 
 /// A crash during restart (which rolls back interrupted splits) is harmless.
 #[test]
 fn a_crash_during_btree_restart_is_harmless() {
-    let n = crash_points();
-    let mut rng = StdRng::seed_from_u64(8);
-    for i in 0..40u64 {
-        let k = rng.random_range(n / 3..=n);
-        let disk = FaultStorage::new(FaultConfig::new(2000 + i).rule(FaultRule::nth(
-            FaultKind::PowerLoss,
-            OpClass::CrashPoint,
-            k,
-        )))
-        .unwrap();
-        let out = workload(&disk, 2000 + i);
-        disk.restart();
-        let j = rng.random_range(1..=10);
-        disk.disarm_all();
-        disk.arm(FaultRule::nth(FaultKind::TornWrite, OpClass::CrashPoint, j))
-            .unwrap();
-        drop(open(&disk));
-        disk.restart();
-        disk.disarm_all();
-        check(
-            &disk,
-            &out,
-            &format!("crash {i} at {k}, restart crashed at {j}"),
-        );
-    }
+    let crashed = MATRIX.during_restart(40, 8, |disk| drop(open(disk)));
+    assert!(crashed >= 20, "only {crashed} of 40 restarts crashed");
 }

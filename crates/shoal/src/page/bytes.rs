@@ -392,7 +392,11 @@ mod tests {
                 head[..n].copy_from_slice(&plain[o..o + n]);
                 let want = u64::from_be_bytes(head);
                 assert_eq!(r.head_be(o, n), want, "head of {n} at {o}");
-                assert_eq!(plain.as_slice().head_be(o, n), want, "plain head of {n} at {o}");
+                assert_eq!(
+                    plain.as_slice().head_be(o, n),
+                    want,
+                    "plain head of {n} at {o}"
+                );
             }
         }
     }
