@@ -206,6 +206,13 @@ struct LogArgs {
     /// instead of the system temporary directory; put it on the device to measure.
     #[arg(long, value_name = "DIR")]
     db_dir: Option<PathBuf>,
+
+    /// How the log is written: `direct` (O_DIRECT where the file system accepts it, else
+    /// buffered) or `buffered` (through the page cache). The mode used is reported as
+    /// `log_io` in each result's config.
+    #[arg(long, value_name = "MODE", default_value = "direct",
+          value_parser = PossibleValuesParser::new(["direct", "buffered"]))]
+    log_io: String,
 }
 
 #[derive(Debug, Args)]
@@ -373,6 +380,7 @@ fn run_log(args: &LogArgs) -> shoal_bench::Result<()> {
         log_buffer_size_bytes: args.log_buffer_size.bytes(),
         lazy_flush_interval_ms: args.lazy_flush_interval_ms,
         db_dir: args.db_dir.clone(),
+        direct_io: args.log_io == "direct",
     })?;
     let base = common.run_config(&bench, logbench::INSERT_THREADS_DEFAULT);
     let plan = logbench::plan(
@@ -532,6 +540,7 @@ mod tests {
         assert_eq!(a.segment_size.bytes(), 64 << 20);
         assert_eq!(a.log_buffer_size.bytes(), 16 << 20);
         assert_eq!(a.lazy_flush_interval_ms, None);
+        assert_eq!(a.log_io, "direct");
 
         let cli = Cli::try_parse_from([
             "shoal",
@@ -547,6 +556,8 @@ mod tests {
             "256KiB",
             "--lazy-flush-interval-ms",
             "5",
+            "--log-io",
+            "buffered",
         ])
         .unwrap();
         let Command::Bench(b) = cli.command;
@@ -558,12 +569,14 @@ mod tests {
         assert_eq!(a.segment_size.bytes(), 1 << 20);
         assert_eq!(a.log_buffer_size.bytes(), 256 << 10);
         assert_eq!(a.lazy_flush_interval_ms, Some(5));
+        assert_eq!(a.log_io, "buffered");
 
         for (args, needle) in [
             (vec!["--variant", "append"], "--variant"),
             (vec!["--segment-size", "1MB"], "--segment-size"),
             (vec!["--log-buffer-size", "x"], "--log-buffer-size"),
             (vec!["--threads", "0"], "--threads"),
+            (vec!["--log-io", "mmap"], "--log-io"),
         ] {
             let mut argv = vec!["shoal", "bench", "log"];
             argv.extend(args.iter().copied());

@@ -1,7 +1,9 @@
 //! Crash matrix for the write-ahead log: a commit workload is crashed (torn write or power
 //! loss) at every write/sync point; after restart every acknowledged commit is in the log,
 //! the log reopens at a record boundary, accepts new commits, and a second reopen agrees
-//! with the first (no ghost records from the crashed incarnation, format rule L4).
+//! with the first (no ghost records from the crashed incarnation, format rule L4). Each
+//! matrix runs twice: with direct I/O (whole 4 KiB blocks, the partial last block rewritten
+//! at every flush: log manager rules 9–11) and with buffered writes.
 
 use shoal::io::{FaultConfig, FaultKind, FaultRule, FaultStorage, OpClass, Storage};
 use shoal::log::record::{LogRecord, RecordKind};
@@ -9,10 +11,11 @@ use shoal::log::{LogManager, LogOptions, FIRST_LSN};
 use shoal::{Lsn, PageId, TxnId};
 use std::sync::{Arc, Mutex};
 
-fn options() -> LogOptions {
+fn options(direct: bool) -> LogOptions {
     LogOptions {
         segment_size_bytes: 64 << 10,
         buffer_size_bytes: 64 << 10,
+        direct_io: direct,
         ..LogOptions::default()
     }
 }
@@ -39,11 +42,16 @@ fn record(kind: RecordKind, txn: u64, prev: Lsn, len: usize) -> LogRecord {
 
 /// Runs `threads` workers, each committing `txns` transactions (an Update of varying size and
 /// a Commit); returns the commit LSNs that were acknowledged before the log failed.
-fn workload(st: &Arc<dyn Storage>, threads: u64, txns: u64) -> Vec<Lsn> {
+fn workload(st: &Arc<dyn Storage>, threads: u64, txns: u64, direct: bool) -> Vec<Lsn> {
     let acked = Arc::new(Mutex::new(Vec::new()));
-    let Ok(log) = LogManager::open(st.clone(), &options()) else {
+    let Ok(log) = LogManager::open(st.clone(), &options(direct)) else {
         return Vec::new();
     };
+    assert_eq!(
+        log.direct_io(),
+        direct,
+        "the fault storage accepts O_DIRECT"
+    );
     let hs: Vec<_> = (0..threads)
         .map(|t| {
             let log = log.clone();
@@ -75,9 +83,15 @@ fn workload(st: &Arc<dyn Storage>, threads: u64, txns: u64) -> Vec<Lsn> {
 }
 
 /// Restart checks; returns the number of records found.
-fn check_after_crash(fs: &FaultStorage, st: &Arc<dyn Storage>, acked: &[Lsn], what: &str) -> usize {
+fn check_after_crash(
+    fs: &FaultStorage,
+    st: &Arc<dyn Storage>,
+    acked: &[Lsn],
+    direct: bool,
+    what: &str,
+) -> usize {
     fs.restart();
-    let log = LogManager::open(st.clone(), &options())
+    let log = LogManager::open(st.clone(), &options(direct))
         .unwrap_or_else(|e| panic!("{what}: log does not reopen after the crash: {e}"));
     let records = log.records_from(FIRST_LSN).unwrap();
     let lsns: std::collections::HashSet<Lsn> = records.iter().map(|(l, _)| *l).collect();
@@ -100,7 +114,7 @@ fn check_after_crash(fs: &FaultStorage, st: &Arc<dyn Storage>, acked: &[Lsn], wh
     log.close().unwrap();
     drop(log);
     // A second reopen sees exactly the first one's records plus the new commit.
-    let log = LogManager::open(st.clone(), &options()).unwrap();
+    let log = LogManager::open(st.clone(), &options(direct)).unwrap();
     let again = log.records_from(FIRST_LSN).unwrap();
     assert_eq!(
         again.len(),
@@ -111,17 +125,18 @@ fn check_after_crash(fs: &FaultStorage, st: &Arc<dyn Storage>, acked: &[Lsn], wh
     records.len()
 }
 
-fn crash_matrix(unsynced_survival: f64) {
+fn crash_matrix(unsynced_survival: f64, direct: bool) {
     let (fs, st) = fresh(0, unsynced_survival, None);
-    let acked = workload(&st, 1, 60);
+    let acked = workload(&st, 1, 60, direct);
     assert_eq!(acked.len(), 60);
     let points = fs.op_counts().crash_points;
     drop(fs);
     for k in 1..=points {
         let (fs, st) = fresh(k, unsynced_survival, Some(k));
-        let acked = workload(&st, 1, 60);
+        let acked = workload(&st, 1, 60, direct);
         assert!(fs.is_crashed(), "crash point {k} of {points} did not fire");
-        check_after_crash(&fs, &st, &acked, &format!("crash point {k}/{points}"));
+        let what = format!("direct {direct}, crash point {k}/{points}");
+        check_after_crash(&fs, &st, &acked, direct, &what);
     }
 }
 
@@ -141,27 +156,47 @@ fn fresh(
 
 #[test]
 fn acknowledged_commits_survive_a_crash_at_every_write_and_sync() {
-    crash_matrix(0.0);
+    crash_matrix(0.0, true);
 }
 
 #[test]
 fn acknowledged_commits_survive_crashes_that_keep_some_unsynced_writes() {
-    crash_matrix(0.5);
+    crash_matrix(0.5, true);
+}
+
+#[test]
+fn buffered_acknowledged_commits_survive_a_crash_at_every_write_and_sync() {
+    crash_matrix(0.0, false);
+}
+
+#[test]
+fn buffered_acknowledged_commits_survive_crashes_that_keep_some_unsynced_writes() {
+    crash_matrix(0.5, false);
 }
 
 /// Concurrent committers, crashed at seeded random points.
-#[test]
-fn concurrent_commits_survive_random_crashes() {
+fn concurrent_crashes(direct: bool) {
     let mut crashed = 0;
     for seed in 0..40u64 {
         let k = 5 + (seed * 7919) % 150;
         let (fs, st) = fresh(seed, 0.3, Some(k));
-        let acked = workload(&st, 3, 40);
+        let acked = workload(&st, 3, 40, direct);
         if !fs.is_crashed() {
             continue; // the workload finished before point k
         }
         crashed += 1;
-        check_after_crash(&fs, &st, &acked, &format!("seed {seed}, crash point {k}"));
+        let what = format!("direct {direct}, seed {seed}, crash point {k}");
+        check_after_crash(&fs, &st, &acked, direct, &what);
     }
     assert!(crashed >= 20, "only {crashed} of 40 runs crashed");
+}
+
+#[test]
+fn concurrent_commits_survive_random_crashes() {
+    concurrent_crashes(true);
+}
+
+#[test]
+fn buffered_concurrent_commits_survive_random_crashes() {
+    concurrent_crashes(false);
 }

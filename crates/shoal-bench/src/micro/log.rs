@@ -38,12 +38,18 @@
 //!
 //! ## Reported
 //!
+//! `config` holds the settings, among them `direct_io` (whether `O_DIRECT` was asked for,
+//! `--log-io`) and `log_io`, the mode the log actually used: `direct`, or `buffered` when the
+//! option was off or the file system refused `O_DIRECT` (tmpfs before Linux 6.6).
+//!
 //! `engine_stats` are the log's counters during the measured time: `appends` (records),
-//! `bytes_appended`, `flushes` (batches written) and `syncs` (`fdatasync` calls). Derived
-//! fields on each JSON line ([`MicroBench::derived`]): `log_bytes_per_op` (appended bytes
-//! per operation), and for the commit variants `fdatasync_per_commit` (`syncs / ops`; `null`
-//! when nothing committed). Operations in flight at the window's edges make these
-//! approximate by at most one operation per thread.
+//! `bytes_appended`, `flushes` (batches written), `syncs` (`fdatasync` calls) and
+//! `bytes_written` (to the segment files; with direct I/O including rewritten partial blocks
+//! and padding). Derived fields on each JSON line ([`MicroBench::derived`]):
+//! `log_bytes_per_op` (appended bytes per operation), `written_bytes_per_op`, and for the
+//! commit variants `fdatasync_per_commit` (`syncs / ops`; `null` when nothing committed).
+//! Operations in flight at the window's edges make these approximate by at most one
+//! operation per thread.
 
 use crate::error::{BenchError, Result};
 use crate::micro::buffer::prepare_db_dir;
@@ -97,6 +103,9 @@ pub struct LogConfig {
     /// Directory in which each variant creates its temporary log directory; the system
     /// temporary directory if `None`.
     pub db_dir: Option<PathBuf>,
+    /// Ask the log for `O_DIRECT` writes (`LogOptions::direct_io`; used where the file system
+    /// accepts it). Default `true`, as the engine's.
+    pub direct_io: bool,
 }
 
 impl Default for LogConfig {
@@ -106,6 +115,7 @@ impl Default for LogConfig {
             log_buffer_size_bytes: LOG_BUFFER_SIZE_DEFAULT_BYTES,
             lazy_flush_interval_ms: None,
             db_dir: None,
+            direct_io: LogOptions::default().direct_io,
         }
     }
 }
@@ -208,6 +218,7 @@ impl LogBench {
                 .config
                 .lazy_flush_interval_ms
                 .unwrap_or(defaults.lazy_flush_interval_ms),
+            direct_io: self.config.direct_io,
             ..defaults
         }
     }
@@ -369,6 +380,7 @@ impl MicroBench for LogBench {
             "lazy_flush_interval_ms".into(),
             Value::from(o.lazy_flush_interval_ms),
         );
+        m.insert("direct_io".into(), Value::from(o.direct_io));
         m.insert("redo_payload_bytes".into(), Value::from(REDO_PAYLOAD_BYTES));
         m.insert("pages".into(), Value::from(PAGES));
         m
@@ -413,6 +425,14 @@ impl MicroBench for LogBench {
             Value::from(match state.variant.durability() {
                 Durability::Full => "full",
                 Durability::Lazy => "lazy",
+            }),
+        );
+        m.insert(
+            "log_io".into(),
+            Value::from(if state.log.direct_io() {
+                "direct"
+            } else {
+                "buffered"
             }),
         );
         m.insert(
@@ -465,6 +485,7 @@ impl MicroBench for LogBench {
             ("bytes_appended".to_string(), s.bytes_appended),
             ("flushes".to_string(), s.flushes),
             ("syncs".to_string(), s.syncs),
+            ("bytes_written".to_string(), s.bytes_written),
         ])
     }
 
@@ -492,6 +513,7 @@ fn derived_values(
     };
     let mut m = Map::new();
     m.insert("log_bytes_per_op".into(), per_op("bytes_appended"));
+    m.insert("written_bytes_per_op".into(), per_op("bytes_written"));
     if variant != "insert" {
         m.insert("fdatasync_per_commit".into(), per_op("syncs"));
     }
@@ -599,6 +621,9 @@ mod tests {
                     m.ops
                 );
                 assert!(m.derived["log_bytes_per_op"].as_f64().unwrap() > 100.0);
+                assert_eq!(m.config["direct_io"], true);
+                let mode = m.config["log_io"].as_str().unwrap();
+                assert!(mode == "direct" || mode == "buffered", "{mode}");
                 if variant == "commit-full" {
                     let f = m.derived["fdatasync_per_commit"].as_f64().unwrap();
                     assert!(f > 0.0 && f <= 1.5, "{f}");
@@ -607,5 +632,33 @@ mod tests {
         }
         // The log directories are removed after each variant.
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn buffered_log_io_is_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bench = LogBench::new(LogConfig {
+            log_buffer_size_bytes: 256 << 10,
+            db_dir: Some(tmp.path().to_path_buf()),
+            direct_io: false,
+            ..LogConfig::default()
+        })
+        .unwrap();
+        let run = RunConfig {
+            warmup_s: 0.0,
+            duration_s: 0.05,
+            threads: vec![1],
+            ..RunConfig::default()
+        };
+        let ms = crate::runner::run_micro(
+            &bench,
+            &["insert".to_string()],
+            &run,
+            &mut crate::runner::NoObserver,
+        )
+        .unwrap();
+        assert_eq!(ms[0].config["direct_io"], false);
+        assert_eq!(ms[0].config["log_io"], "buffered");
+        assert!(ms[0].engine_stats["bytes_written"] > 0);
     }
 }

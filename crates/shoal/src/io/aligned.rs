@@ -30,6 +30,15 @@ impl AlignedBuf {
         let ptr = NonNull::new(raw).unwrap_or_else(|| handle_alloc_error(layout));
         AlignedBuf { ptr, len }
     }
+
+    /// The start of the allocation, for a buffer shared between threads that synchronise
+    /// their accesses themselves (the log ring: one writer per byte range, readers after a
+    /// Release/Acquire hand-over). The pointer is not derived from a reference, so writing
+    /// through it while only `&self` is held is sound, provided no `&[u8]` or `&mut [u8]`
+    /// obtained through `Deref`/`DerefMut` overlaps the bytes written.
+    pub fn as_raw_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
 }
 
 impl Deref for AlignedBuf {

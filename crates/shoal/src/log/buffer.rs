@@ -26,13 +26,20 @@
 //! 4. Only the flusher advances `completed` (by following slots from it, Acquire) and
 //!    `released` (after the bytes are on disk), so both are single-writer; anyone may
 //!    [`LogBuffer::peek_completed`].
+//! 5. **Block alignment.** The ring is allocated 4 KiB aligned ([`IO_ALIGN`]) and its
+//!    capacity is a power of two of at least 64 KiB, so every 4 KiB block of the log address
+//!    space is one 4 KiB-aligned block of the ring, and a range between two block boundaries
+//!    comes out of [`LogBuffer::with_bytes`] as one or two aligned slices, ready for
+//!    `O_DIRECT`. A writer that rewrites the partial last block (the log manager with direct
+//!    I/O) releases only up to the block boundary below its written end, so the bytes of that
+//!    block stay in the ring; a buffer made by [`LogBuffer::with_head`] starts that way.
 //!
 //! What it does not do: decide when to write or sync (the log manager's flusher does), or
 //! know anything about the record format beyond the minimum length.
 
 use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, IO_ALIGN};
 use crossbeam_utils::CachePadded;
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
 /// Smallest record the buffer accepts, in bytes (the record header is 56 bytes).
@@ -52,7 +59,9 @@ pub struct Reservation {
 
 /// The ring and its counters. See the module doc.
 pub struct LogBuffer {
-    ring: Box<[UnsafeCell<u8>]>,
+    /// The ring bytes, 4 KiB aligned (invariant 5). Accessed only through
+    /// [`AlignedBuf::as_raw_ptr`], never through a reference to its contents.
+    ring: AlignedBuf,
     mask: u64,
     slots: Box<[AtomicU64]>,
     slot_mask: u64,
@@ -64,12 +73,10 @@ pub struct LogBuffer {
     released: CachePadded<AtomicU64>,
 }
 
-// SAFETY: ring bytes are written only by the inserter owning a reservation (invariant 1) and
-// read only by the flusher after that reservation's completion was published with Release and
-// observed with Acquire (invariant 3); reuse waits for `released` (invariant 2).
-unsafe impl Sync for LogBuffer {}
-// SAFETY: as above; the buffer owns its memory.
-unsafe impl Send for LogBuffer {}
+// `LogBuffer` is `Send + Sync` through its fields. Sharing it is sound because ring bytes are
+// written only by the inserter owning a reservation (invariant 1) and read only by the flusher
+// after that reservation's completion was published with Release and observed with Acquire
+// (invariant 3); reuse waits for `released` (invariant 2).
 
 impl std::fmt::Debug for LogBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,23 +95,59 @@ impl LogBuffer {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a capacity that is not a power of two or below 64 KiB.
+    #[cfg(test)]
     pub fn new(capacity: usize, start: u64) -> Result<LogBuffer> {
+        LogBuffer::with_head(capacity, start, &[])
+    }
+
+    /// A buffer of `capacity` bytes whose first record will have LSN `start` and whose ring
+    /// already holds `head`, the log bytes `[start - head.len(), start)`, as written and not
+    /// released (invariant 5): a writer that rewrites the partial block below `start` finds
+    /// its bytes in the ring.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a capacity that is not a power of two or below 64 KiB.
+    ///
+    /// # Panics
+    /// If `head` is longer than `start` or than [`IO_ALIGN`] bytes.
+    pub fn with_head(capacity: usize, start: u64, head: &[u8]) -> Result<LogBuffer> {
         if !capacity.is_power_of_two() || capacity < 64 << 10 {
             return Err(Error::invalid(
                 "buffer_size_bytes",
                 format!("{capacity} is not a power of two of at least 65536"),
             ));
         }
+        assert!(head.len() <= IO_ALIGN && head.len() as u64 <= start);
         let slots = capacity as u64 / SLOT_BYTES;
-        Ok(LogBuffer {
-            ring: (0..capacity).map(|_| UnsafeCell::new(0)).collect(),
+        let buffer = LogBuffer {
+            ring: AlignedBuf::new(capacity),
             mask: capacity as u64 - 1,
             slots: (0..slots).map(|_| AtomicU64::new(0)).collect(),
             slot_mask: slots - 1,
             reserved: CachePadded::new(AtomicU64::new(start)),
             completed: CachePadded::new(AtomicU64::new(start)),
-            released: CachePadded::new(AtomicU64::new(start)),
-        })
+            released: CachePadded::new(AtomicU64::new(start - head.len() as u64)),
+        };
+        buffer.copy_in(start - head.len() as u64, head);
+        Ok(buffer)
+    }
+
+    /// Copies `bytes` into the ring bytes of LSNs `[lsn, lsn + bytes.len())`, wrapping.
+    fn copy_in(&self, lsn: u64, bytes: &[u8]) {
+        let cap = self.capacity() as usize;
+        debug_assert!(bytes.len() <= cap);
+        let at = (lsn & self.mask) as usize;
+        let first = bytes.len().min(cap - at);
+        // SAFETY: `at + first <= cap` and `bytes.len() - first <= at`, so both copies stay
+        // inside the allocation. The callers own these ring bytes: `write` by its reservation
+        // (invariants 1 and 2), `with_head` before the buffer is shared. No reference to ring
+        // bytes is ever made except the flusher's slices of completed, unreleased ranges,
+        // which do not overlap a reservation being written.
+        unsafe {
+            let base = self.ring.as_raw_ptr();
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(at), first);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), base, bytes.len() - first);
+        }
     }
 
     /// Capacity in bytes.
@@ -158,17 +201,10 @@ impl LogBuffer {
     pub fn write(&self, r: Reservation, bytes: &[u8]) {
         assert_eq!(bytes.len() as u64, r.end - r.start);
         assert!(self.has_room(r), "log buffer write without room");
-        let cap = self.capacity() as usize;
-        let at = (r.start & self.mask) as usize;
-        let first = bytes.len().min(cap - at);
-        // SAFETY: the range [r.start, r.end) belongs to this reservation alone (invariant 1)
-        // and its ring bytes are not read by the flusher until the slot store below, nor
-        // reused before `released` passes it (invariant 2). UnsafeCell<u8> has the layout of u8.
-        unsafe {
-            let base = UnsafeCell::raw_get(self.ring.as_ptr());
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(at), first);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), base, bytes.len() - first);
-        }
+        // The range [r.start, r.end) belongs to this reservation alone (invariant 1) and its
+        // ring bytes are not read by the flusher until the slot store below, nor reused before
+        // `released` passes it (invariant 2).
+        self.copy_in(r.start, bytes);
         self.slots[((r.start / SLOT_BYTES) & self.slot_mask) as usize].store(r.end, Release);
     }
 
@@ -194,7 +230,8 @@ impl LogBuffer {
     }
 
     /// Flusher only: calls `f` with the ring bytes of `[from, to)` (one or two slices when
-    /// the range wraps). The range must be completed and not yet released.
+    /// the range wraps). The range must be completed and not yet released. A slice that starts
+    /// at a 4 KiB boundary of the log is 4 KiB aligned in memory (invariant 5).
     pub fn with_bytes<R>(
         &self,
         from: u64,
@@ -209,11 +246,11 @@ impl LogBuffer {
         while lsn < to {
             let at = (lsn & self.mask) as usize;
             let n = ((to - lsn) as usize).min(cap - at);
-            // SAFETY: these bytes belong to completed records (their slots were read with
-            // Acquire in `advance_completed`) and are not reused before `release`.
-            let slice = unsafe {
-                std::slice::from_raw_parts(UnsafeCell::raw_get(self.ring.as_ptr().add(at)), n)
-            };
+            // SAFETY: `at + n <= cap`. These bytes belong to completed records (their slots
+            // were read with Acquire in `advance_completed`) or to the head of `with_head`, and
+            // are not reused before `release` passes them (invariant 2), so nobody writes them
+            // while the slice lives.
+            let slice = unsafe { std::slice::from_raw_parts(self.ring.as_raw_ptr().add(at), n) };
             f(lsn, slice)?;
             lsn += n as u64;
         }
@@ -222,7 +259,7 @@ impl LogBuffer {
 
     /// Flusher only: everything below `to` is on disk; its ring bytes may be reused.
     pub fn release(&self, to: u64) {
-        debug_assert!(to <= self.completed.load(Relaxed));
+        debug_assert!(to <= self.completed.load(Relaxed) && to >= self.released.load(Relaxed));
         self.released.store(to, Release);
     }
 }
@@ -312,6 +349,49 @@ mod tests {
         }
         assert_eq!(pos, out.len());
         assert!(next.iter().all(|&n| n == PER_THREAD));
+    }
+
+    /// Invariant 5: a buffer made with a head holds it as written but not released, and a
+    /// range from a block boundary comes out as 4 KiB-aligned slices, also across the wrap.
+    #[test]
+    fn head_is_kept_and_block_ranges_are_aligned() {
+        let cap = 64 << 10;
+        let start = 3 * cap as u64 + 4096 + 100; // the partial block is [start - 100, start)
+        let head: Vec<u8> = (0..100u8).collect();
+        let buf = LogBuffer::with_head(cap, start, &head).unwrap();
+        assert_eq!(buf.released_end(), start - 100);
+        assert_eq!(buf.reserved_end(), start);
+        let r = buf.reserve(cap as u64 / 4);
+        assert!(buf.has_room(r));
+        let rec = vec![7u8; cap / 4];
+        buf.write(r, &rec);
+        assert_eq!(buf.advance_completed(), r.end);
+        let mut seen = Vec::new();
+        buf.with_bytes(start - 100, r.end, |lsn, b| {
+            if lsn % IO_ALIGN as u64 == 0 {
+                assert_eq!(b.as_ptr() as usize % IO_ALIGN, 0);
+            }
+            seen.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(&seen[..100], &head[..]);
+        assert_eq!(&seen[100..], &rec[..]);
+        // A range that wraps the ring comes out as two aligned slices.
+        let wrap_start = 4 * cap as u64 - 4096;
+        let b = LogBuffer::with_head(cap, wrap_start, &[]).unwrap();
+        let r = b.reserve(8192);
+        b.write(r, &[1u8; 8192]);
+        b.advance_completed();
+        let mut slices = 0;
+        b.with_bytes(r.start, r.end, |_, s| {
+            assert_eq!(s.as_ptr() as usize % IO_ALIGN, 0);
+            assert_eq!(s.len(), 4096);
+            slices += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(slices, 2);
     }
 
     #[test]

@@ -29,9 +29,57 @@
 //! 8. At open, everything a predecessor wrote up to the end of the log is synced before it is
 //!    counted as durable (a crashed or dropped predecessor may have written without syncing).
 //!
+//! ## Direct I/O (`LogOptions::direct_io`)
+//!
+//! Buffered, the flusher's `pwrite` copies the ring into the page cache, and on a small
+//! machine that copy, not the disk, limits how fast the ring drains (`docs/benchmarks.md`).
+//! With direct I/O the flusher writes the ring to the segment files with `O_DIRECT`, which
+//! takes whole aligned 4 KiB blocks (segment rule 5); the completed prefix seldom ends on a
+//! block boundary, so the partial block at its end is written padded and written again, with
+//! more bytes, by the next flush:
+//!
+//! ```text
+//!   LSN     |   block b   |  block b+1  |  block b+2  |
+//!                 ^ written (previous flush)   ^ to (completed prefix now)
+//!   write 1 [ b ....................... b+2 )             straight from the ring
+//!   write 2                             [ b+2 .. to|0000 ] ring bytes copied to a 4 KiB
+//!                                                          block, zeros after `to`
+//! ```
+//!
+//! 9. **Whole blocks.** A flush writes `[align_down(written), align_down(to))` from the ring
+//!    (aligned slices, buffer rule 5) and, if `to` is not a block boundary, the block holding
+//!    `to` from a scratch block: ring bytes `[align_down(to), to)`, then zeros. Ring bytes at
+//!    or past `to` are never written: they may belong to records still being copied, or to an
+//!    earlier lap of the ring.
+//! 10. **The same bytes again.** Every write puts at each LSN below `to` the log's own byte for
+//!     that LSN, and zeros at or past `to`, where nothing was written before (flushes only move
+//!     forward, and open cuts the files at the end first, format rule L4). So the partial block
+//!     that the next flush rewrites gets the same earlier bytes plus new ones. The bytes of that
+//!     block stay in the ring for it: the flusher releases ring space only up to
+//!     `align_down(written)`, and open reads the partial block below the end back into the ring
+//!     (`LogBuffer::with_head`). An inserter still gets room: the oldest unfinished record
+//!     ends less than a quarter ring plus one block past the released point.
+//! 11. **Torn rewrites and the end of the log.** The disk model (`docs/format.md`) makes a
+//!     512-byte sector the unit of atomicity: a torn or failed write leaves each sector either
+//!     as it was or as written. In a rewritten block the two agree on every byte below the
+//!     previous `written`, so a torn rewrite never damages a byte already written or durable:
+//!     the durable prefix stays intact (invariant 1) and the end of the log found at open is
+//!     never below the durable point. Beyond that point a crash leaves, sector by sector, the
+//!     log's own bytes or zeros — the shapes a torn buffered write leaves too: a short tail,
+//!     zeros, a torn record, valid records after a hole inside the unsynced tail. The end-of-log
+//!     rule (reader rules 1 and 3, anchor rule A4) therefore needs no change: zeros never
+//!     decode as a record, a record is valid only at its own LSN (so no stale byte can pass for
+//!     one), and the records written but not synced are bounded as in invariant 6 (the padding
+//!     holds none). Nor does the disk see anything new: with buffered writes the kernel also
+//!     writes the partial last page again and again, as whole pages.
+//! 12. **Fallback.** At open, the anchor file (beside the segments, on the same file system) is
+//!     opened with `O_DIRECT`; if the storage refuses (`EINVAL`), the log writes through the
+//!     page cache exactly as without the option. [`LogManager::direct_io`] reports the mode.
+//!     Reads (open, undo, recovery) always go through the page cache (segment rule 5).
+//!
 //! Latching: `ctl` (a mutex) is held only to sleep and to notify; never across I/O.
 
-use super::anchor::Anchor;
+use super::anchor::{Anchor, ANCHOR_FILE};
 use super::buffer::LogBuffer;
 use super::options::{Durability, LogOptions};
 use super::reader;
@@ -39,7 +87,7 @@ use super::record::LogRecord;
 use super::segment::SegmentSet;
 use crate::buffer::WalHook;
 use crate::error::{Error, Result};
-use crate::io::Storage;
+use crate::io::{AlignedBuf, OpenOptions, Storage, IO_ALIGN};
 use crate::stats::StripedCounter;
 use crate::types::Lsn;
 use crossbeam_utils::CachePadded;
@@ -68,6 +116,9 @@ pub struct LogStats {
     pub flushes: u64,
     /// `fdatasync` calls on the segment files.
     pub syncs: u64,
+    /// Bytes written to the segment files: the appended bytes, plus (with direct I/O) the
+    /// rewritten parts of partial blocks and the zero padding after the end.
+    pub bytes_written: u64,
 }
 
 /// The write-ahead log of one database (DESIGN.md §3.5; module doc for its invariants).
@@ -77,6 +128,8 @@ pub struct LogManager {
     buffer: LogBuffer,
     options: LogOptions,
     durable: CachePadded<AtomicU64>,
+    /// End of what the flusher has written to the segment files (only the flusher stores).
+    written: AtomicU64,
     requested: CachePadded<AtomicU64>,
     failed: OnceLock<String>,
     closed: AtomicBool,
@@ -86,6 +139,7 @@ pub struct LogManager {
     bytes: StripedCounter,
     flushes: AtomicU64,
     syncs: AtomicU64,
+    bytes_written: AtomicU64,
     flusher: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -119,7 +173,7 @@ impl LogManager {
     /// not decode (the log is damaged, not merely torn at its tail); I/O errors.
     pub fn open(storage: Arc<dyn Storage>, options: &LogOptions) -> Result<Arc<LogManager>> {
         options.validate()?;
-        let segments = SegmentSet::open(storage.clone(), options.segment_size_bytes)?;
+        let mut segments = SegmentSet::open(storage.clone(), options.segment_size_bytes)?;
         let old = Anchor::read(&*storage)?.unwrap_or(Anchor {
             start_lsn: FIRST_LSN,
             durable_floor: FIRST_LSN,
@@ -136,12 +190,22 @@ impl LogManager {
             unsynced_window_bytes: 2 * options.buffer_size_bytes as u64,
         };
         anchor.write(&*storage)?;
+        // Rule 12: direct I/O where the storage accepts it; rule 10: the partial block below
+        // the end goes back into the ring, for the first flush to rewrite.
+        let direct = options.direct_io && accepts_direct_io(&*storage)?;
+        segments.set_direct_writes(direct);
+        let head = if direct {
+            partial_block_below(&segments, end)?
+        } else {
+            Vec::new()
+        };
         let log = Arc::new(LogManager {
             storage,
             segments,
-            buffer: LogBuffer::new(options.buffer_size_bytes, end.0)?,
+            buffer: LogBuffer::with_head(options.buffer_size_bytes, end.0, &head)?,
             options: options.clone(),
             durable: CachePadded::new(AtomicU64::new(end.0)),
+            written: AtomicU64::new(end.0),
             requested: CachePadded::new(AtomicU64::new(0)),
             failed: OnceLock::new(),
             closed: AtomicBool::new(false),
@@ -151,6 +215,7 @@ impl LogManager {
             bytes: StripedCounter::default(),
             flushes: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
             flusher: Mutex::new(None),
         });
         let weak = Arc::downgrade(&log);
@@ -408,7 +473,14 @@ impl LogManager {
             bytes_appended: self.bytes.get(),
             flushes: self.flushes.load(Relaxed),
             syncs: self.syncs.load(Relaxed),
+            bytes_written: self.bytes_written.load(Relaxed),
         }
+    }
+
+    /// Whether the log is written with `O_DIRECT` (rules 9–12): `LogOptions::direct_io` was
+    /// set and the storage accepted it at open.
+    pub fn direct_io(&self) -> bool {
+        self.segments.direct_writes()
     }
 
     /// Writes and syncs everything appended, stops the flusher and refuses further appends.
@@ -453,9 +525,10 @@ impl LogManager {
         let cap = self.buffer.capacity();
         let completed = self.buffer.peek_completed();
         let released = self.buffer.released_end();
+        let written = self.written.load(Relaxed);
         let durable = self.durable.load(Acquire);
-        let writable = completed > released;
-        let unsynced = released > durable || writable;
+        let writable = completed > written;
+        let unsynced = written > durable || writable;
         if self.closed.load(Acquire) {
             // Finish what is complete; records still being copied by a racing append are
             // not waited for forever (the flusher exits once nothing more can be done).
@@ -465,7 +538,7 @@ impl LogManager {
         // Pressure only when there is something to write (invariant 2's waiters, or a
         // filling ring); an incomplete oldest record is waited for, not spun on.
         let pressure = writable
-            && (completed - released >= cap / 4 || self.buffer.reserved_end() - released > cap);
+            && (completed - written >= cap / 4 || self.buffer.reserved_end() - released > cap);
         let lazy_due = self.options.durability == Durability::Lazy
             && unsynced
             && last_sync.elapsed() >= Duration::from_millis(self.options.lazy_flush_interval_ms);
@@ -479,19 +552,29 @@ impl LogManager {
     /// One round of work: write the completed prefix, sync if someone waits, the lazy
     /// interval is due, the unsynced bound is reached (invariant 6) or the log is closing.
     /// Returns false if the log failed.
-    fn do_work(&self, last_sync: &mut Instant) -> bool {
+    fn do_work(&self, last_sync: &mut Instant, block: &mut AlignedBuf) -> bool {
         let closing = self.closed.load(Acquire);
         let to = self.buffer.advance_completed();
-        let from = self.buffer.released_end();
+        let from = self.written.load(Relaxed);
         if to > from {
-            let w = self
-                .buffer
-                .with_bytes(from, to, |lsn, b| self.segments.write_at(Lsn(lsn), b));
+            let direct = self.segments.direct_writes();
+            let w = if direct {
+                self.write_direct(from, to, block)
+            } else {
+                self.buffer.with_bytes(from, to, |lsn, b| {
+                    self.segments.write_at(Lsn(lsn), b)?;
+                    self.bytes_written.fetch_add(b.len() as u64, Relaxed);
+                    Ok(())
+                })
+            };
             if let Err(e) = w {
                 self.fail(format!("writing the log at {from}..{to}: {e}"));
                 return false;
             }
-            self.buffer.release(to);
+            self.written.store(to, Relaxed);
+            // Rule 10: with direct I/O the partial block at the end stays in the ring.
+            self.buffer
+                .release(if direct { align_down(to) } else { to });
             self.flushes.fetch_add(1, Relaxed);
             let _g = self.sig.ctl.lock();
             self.sig.waiters_cv.notify_all(); // room in the ring
@@ -518,6 +601,34 @@ impl LogManager {
             self.raise_durable_floor(to); // after waking the committers: off their path
         }
         true
+    }
+
+    /// Writes the log bytes `[from, to)` with direct I/O as whole blocks (rules 9 and 10):
+    /// from the block holding `from` (whose earlier bytes are still in the ring) to the last
+    /// block boundary straight from the ring, then the partial block holding `to`, padded with
+    /// zeros, from `block`.
+    fn write_direct(&self, from: u64, to: u64, block: &mut AlignedBuf) -> Result<()> {
+        let body_start = align_down(from);
+        let body_end = align_down(to);
+        if body_end > body_start {
+            self.buffer.with_bytes(body_start, body_end, |lsn, b| {
+                self.segments.write_at(Lsn(lsn), b)?;
+                self.bytes_written.fetch_add(b.len() as u64, Relaxed);
+                Ok(())
+            })?;
+        }
+        if to > body_end {
+            let n = (to - body_end) as usize;
+            self.buffer.with_bytes(body_end, to, |lsn, b| {
+                let at = (lsn - body_end) as usize;
+                block[at..at + b.len()].copy_from_slice(b);
+                Ok(())
+            })?;
+            block[n..].fill(0);
+            self.segments.write_at(Lsn(body_end), block)?;
+            self.bytes_written.fetch_add(block.len() as u64, Relaxed);
+        }
+        Ok(())
     }
 
     /// Anchor rule A3: once a sync crossed into a new segment, record the synced point so
@@ -562,11 +673,53 @@ fn find_end(segments: &SegmentSet, anchor: Anchor) -> Result<Lsn> {
     Ok(end)
 }
 
+/// `lsn` rounded down to a 4 KiB block boundary.
+fn align_down(lsn: u64) -> u64 {
+    lsn & !(IO_ALIGN as u64 - 1)
+}
+
+/// Whether `storage` accepts `O_DIRECT` (rule 12), tried on the anchor file, which exists
+/// once the log is open: `false` if opening it so fails with `EINVAL`.
+///
+/// # Errors
+/// Any other error of the open.
+fn accepts_direct_io(storage: &dyn Storage) -> Result<bool> {
+    let direct = OpenOptions {
+        direct: true,
+        ..Default::default()
+    };
+    match storage.open(ANCHOR_FILE, direct) {
+        Ok(_) => Ok(true),
+        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::EINVAL) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The log bytes `[align_down(end), end)`, which the first direct write rewrites (rule 10).
+/// Below the first record of a new log nothing was ever written; those bytes are zeros, as
+/// a file read would return for a hole.
+///
+/// # Errors
+/// I/O errors of the read.
+fn partial_block_below(segments: &SegmentSet, end: Lsn) -> Result<Vec<u8>> {
+    let start = align_down(end.0);
+    let mut head = vec![0u8; (end.0 - start) as usize];
+    if !head.is_empty() {
+        // `start` lies in the segment holding `end`, which recycling keeps (it removes only
+        // segments wholly below the start LSN, and the start LSN is at most the end).
+        let n = segments.read_at(Lsn(start), &mut head)?;
+        debug_assert!(n == head.len() || end <= FIRST_LSN, "{n} bytes below {end}");
+    }
+    Ok(head)
+}
+
 /// The flusher thread. It holds a strong reference to the manager only while deciding and
 /// working, never while sleeping (invariant 7); it exits when the manager is gone, closed or
 /// failed.
 fn flusher_main(log: Weak<LogManager>, sig: Arc<Signals>) {
     let mut last_sync = Instant::now();
+    // The partial last block of a direct write (rule 9).
+    let mut block = AlignedBuf::new(IO_ALIGN);
     loop {
         let mut g = sig.ctl.lock();
         let Some(strong) = log.upgrade() else { return };
@@ -574,7 +727,7 @@ fn flusher_main(log: Weak<LogManager>, sig: Arc<Signals>) {
             Work::Exit => return,
             Work::Run => {
                 drop(g);
-                if !strong.do_work(&mut last_sync) {
+                if !strong.do_work(&mut last_sync, &mut block) {
                     return;
                 }
             }

@@ -13,8 +13,13 @@
 //!
 //! Parts: [`record`] (format and roles), [`segment`] (files), [`reader`] (forward and
 //! backward, end-of-log rule), `buffer` (the ring), `anchor` (start, durable floor, unsynced
-//! window), [`LogManager`] (flusher, group commit, durability, sticky failure; its module
-//! doc lists the invariants).
+//! window), [`LogManager`] (flusher, group commit, durability, sticky failure, direct I/O;
+//! its module doc lists the invariants).
+//!
+//! I/O: by default ([`LogOptions::direct_io`]) the flusher writes the ring with `O_DIRECT`
+//! in whole 4 KiB blocks, rewriting the partial last block at the next flush (manager rules
+//! 9–12: why that never damages durable bytes), and falls back to buffered writes where the
+//! file system refuses `O_DIRECT`; reads always go through the page cache.
 //!
 //! What the records mean is decided above this layer: transactions and full-page images in
 //! [`crate::txn`], restart and checkpoints in [`crate::recovery`]. Not done here: segment

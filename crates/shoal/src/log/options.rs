@@ -28,6 +28,14 @@ pub struct LogOptions {
     /// With `Lazy`, the longest time in milliseconds before appended records are synced.
     /// Default 10.
     pub lazy_flush_interval_ms: u64,
+    /// Write the log with `O_DIRECT` where the file system accepts it: the flusher writes
+    /// whole 4 KiB blocks straight from the insert buffer, with no copy into the OS page
+    /// cache, and rewrites the partial last block at the next flush (log manager rules 9–12).
+    /// Where `O_DIRECT` is refused (`EINVAL` at open, e.g. tmpfs before Linux 6.6) the log is
+    /// written through the page cache instead, as with `false`;
+    /// [`LogManager::direct_io`](super::LogManager::direct_io) says which mode is in use.
+    /// Reads always go through the page cache. Default `true`.
+    pub direct_io: bool,
 }
 
 impl Default for LogOptions {
@@ -37,6 +45,7 @@ impl Default for LogOptions {
             buffer_size_bytes: 16 << 20,
             durability: Durability::Full,
             lazy_flush_interval_ms: 10,
+            direct_io: true,
         }
     }
 }

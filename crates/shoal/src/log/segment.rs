@@ -26,6 +26,23 @@
 //! 4. **Contiguous reads.** `read_at` returns only bytes contiguous with its start: it stops at
 //!    the end of a segment file that is shorter than `segment_size` even if later files exist
 //!    (the reader then decides whether that is the end of the log or damage).
+//! 5. **Direct writes, buffered reads.** After [`SegmentSet::set_direct_writes`], `write_at`
+//!    goes through a second handle of each segment opened with `O_DIRECT` and accepts only
+//!    whole 4 KiB blocks ([`IO_ALIGN`]: offset, length and memory address); everything else
+//!    (reads, lengths, truncation, `sync_data`) keeps using the ordinary handle of the same
+//!    file. What this relies on, of Linux and of its local file systems (ext4, XFS; the
+//!    fault-injecting storage models the same by keeping one image per file):
+//!    (a) `fdatasync` is a property of the file, not of the descriptor: on the ordinary
+//!    handle it makes durable the completed `O_DIRECT` writes too (the data of a completed
+//!    direct write is in the device, perhaps in its volatile cache, which `fdatasync`
+//!    flushes; a size or allocation change a direct write made is committed like any other);
+//!    (b) a buffered read after a direct write returned sees the written bytes: before a
+//!    direct write the kernel writes back and drops cached pages of the range, and after it
+//!    drops them again (pages that a concurrent buffered read brought in meanwhile). Shoal
+//!    never maps segment files and never writes them through the page cache in this mode, so
+//!    that invalidation cannot fail. Reads of a range race with no write of *different*
+//!    bytes: the log manager reads only below what it wrote, and rewrites bytes there only
+//!    with their own values (log manager rule 10).
 //!
 //! Latching: one `parking_lot::Mutex` over the map of open file handles, held only to look
 //! up, create or delete a segment (never during a read or write of log bytes); one over the
@@ -34,11 +51,11 @@
 //!
 //! What it does not do: no record boundaries (it moves bytes; see [`super::record`]); no
 //! pre-allocation or reuse of segment files (a later optimisation that must then rely on
-//! record rule 2 to reject stale records); no `O_DIRECT`; no decision about what may be
+//! record rule 2 to reject stale records); no `O_DIRECT` reads; no decision about what may be
 //! deleted (the checkpoint decides; this only deletes what it is told to).
 
 use crate::error::{Error, Result};
-use crate::io::{OpenOptions, Storage, StorageFile};
+use crate::io::{OpenOptions, Storage, StorageFile, IO_ALIGN};
 use crate::types::Lsn;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
@@ -51,6 +68,8 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 pub const MIN_SEGMENT_BYTES: u64 = 4 << 10;
 /// Largest accepted segment size in bytes (1 GiB).
 pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
+// A 4 KiB block of the log never straddles two segments (segment rule 5).
+const _: () = assert!(MIN_SEGMENT_BYTES % IO_ALIGN as u64 == 0);
 
 const PREFIX: &str = "log-";
 const SUFFIX: &str = ".seg";
@@ -89,8 +108,24 @@ pub fn parse_segment_file_name(name: &str) -> Result<Option<u64>> {
 pub struct SegmentSet {
     storage: Arc<dyn Storage>,
     segment_bytes: u64,
-    files: Mutex<BTreeMap<u64, Arc<dyn StorageFile>>>,
+    files: Mutex<BTreeMap<u64, Segment>>,
     unsynced: Mutex<BTreeSet<u64>>,
+    /// Writes go through `O_DIRECT` handles (segment rule 5).
+    direct: bool,
+}
+
+/// The open handles of one segment file.
+struct Segment {
+    /// The ordinary handle: reads, length, truncation, sync, and buffered writes.
+    file: Arc<dyn StorageFile>,
+    /// The `O_DIRECT` handle for writes, opened at the first direct write (segment rule 5).
+    direct: Option<Arc<dyn StorageFile>>,
+}
+
+impl Segment {
+    fn new(file: Arc<dyn StorageFile>) -> Segment {
+        Segment { file, direct: None }
+    }
 }
 
 impl fmt::Debug for SegmentSet {
@@ -100,6 +135,7 @@ impl fmt::Debug for SegmentSet {
             .field("segment_bytes", &self.segment_bytes)
             .field("first", &files.keys().next())
             .field("last", &files.keys().next_back())
+            .field("direct", &self.direct)
             .finish()
     }
 }
@@ -152,7 +188,7 @@ impl SegmentSet {
                     ),
                 });
             }
-            files.insert(index, file);
+            files.insert(index, Segment::new(file));
         }
         if let (Some(&first), Some(&last)) = (files.keys().next(), files.keys().next_back()) {
             if let Some(missing) = (first..=last).find(|i| !files.contains_key(i)) {
@@ -172,7 +208,20 @@ impl SegmentSet {
             segment_bytes,
             files: Mutex::new(files),
             unsynced: Mutex::new(BTreeSet::new()),
+            direct: false,
         })
+    }
+
+    /// With `on`, later [`write_at`](Self::write_at) calls write through `O_DIRECT` handles
+    /// and must be whole aligned 4 KiB blocks (segment rule 5). The caller has checked that
+    /// the storage accepts `O_DIRECT`; a segment that refuses it fails the write.
+    pub fn set_direct_writes(&mut self, on: bool) {
+        self.direct = on;
+    }
+
+    /// Whether writes go through `O_DIRECT` handles (segment rule 5).
+    pub fn direct_writes(&self) -> bool {
+        self.direct
     }
 
     /// The segment size in bytes.
@@ -197,7 +246,7 @@ impl SegmentSet {
             .files
             .lock()
             .last_key_value()
-            .map(|(&i, f)| (i, Arc::clone(f)));
+            .map(|(&i, s)| (i, Arc::clone(&s.file)));
         match last {
             None => Ok(Lsn::ZERO),
             Some((index, file)) => Ok(Lsn(index * self.segment_bytes + file.len()?)),
@@ -205,14 +254,30 @@ impl SegmentSet {
     }
 
     /// Writes `bytes` at log address `lsn`, across segment boundaries, creating segment files
-    /// as needed (segment rules 1 and 2). Durable only after [`sync`](Self::sync).
+    /// as needed (segment rules 1 and 2). Durable only after [`sync`](Self::sync). With direct
+    /// writes, `lsn`, the length and the address of `bytes` must be multiples of
+    /// [`IO_ALIGN`] (segment rule 5).
     ///
     /// # Errors
     /// `Error::InvalidArgument` for a range below [`first_lsn`](Self::first_lsn) (deleted
-    /// segments) or past `u64::MAX`; `Error::NoSpace` / `Error::Io` from the storage (the
-    /// range may then be partly written).
+    /// segments) or past `u64::MAX`, or a direct write that is not whole aligned blocks;
+    /// `Error::NoSpace` / `Error::Io` from the storage (the range may then be partly written).
     pub fn write_at(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
         self.check_range(lsn, bytes.len())?;
+        let align = IO_ALIGN as u64;
+        if self.direct
+            && (lsn.0 % align != 0
+                || bytes.len() as u64 % align != 0
+                || bytes.as_ptr() as usize % IO_ALIGN != 0)
+        {
+            return Err(Error::invalid(
+                "bytes",
+                format!(
+                    "a direct write of {} bytes at {lsn} is not whole 4 KiB blocks from an aligned buffer",
+                    bytes.len()
+                ),
+            ));
+        }
         let mut done = 0usize;
         while done < bytes.len() {
             let pos = lsn.0 + done as u64;
@@ -233,7 +298,12 @@ impl SegmentSet {
     /// # Errors
     /// `Error::Io` from the first failing sync.
     pub fn sync_all(&self) -> Result<()> {
-        let files: Vec<Arc<dyn StorageFile>> = self.files.lock().values().cloned().collect();
+        let files: Vec<Arc<dyn StorageFile>> = self
+            .files
+            .lock()
+            .values()
+            .map(|s| Arc::clone(&s.file))
+            .collect();
         for f in files {
             f.sync_data()?;
         }
@@ -250,7 +320,8 @@ impl SegmentSet {
         let pending = std::mem::take(&mut *self.unsynced.lock());
         let mut iter = pending.iter();
         while let Some(&index) = iter.next() {
-            let file = self.files.lock().get(&index).map(Arc::clone);
+            // The ordinary handle: its `fdatasync` covers direct writes too (segment rule 5a).
+            let file = self.files.lock().get(&index).map(|s| Arc::clone(&s.file));
             // A segment deleted since it was written needs no sync.
             let result = file.map_or(Ok(()), |f| f.sync_data());
             if let Err(e) = result {
@@ -276,7 +347,7 @@ impl SegmentSet {
         while done < buf.len() {
             let pos = lsn.0 + done as u64;
             let (index, offset) = self.locate(pos);
-            let Some(file) = self.files.lock().get(&index).map(Arc::clone) else {
+            let Some(file) = self.files.lock().get(&index).map(|s| Arc::clone(&s.file)) else {
                 break;
             };
             let len = file.len()?;
@@ -299,7 +370,7 @@ impl SegmentSet {
     /// # Errors
     /// `Error::Io` from the storage.
     pub fn segment_len(&self, index: u64) -> Result<Option<u64>> {
-        let file = self.files.lock().get(&index).map(Arc::clone);
+        let file = self.files.lock().get(&index).map(|s| Arc::clone(&s.file));
         file.map(|f| f.len()).transpose()
     }
 
@@ -345,10 +416,10 @@ impl SegmentSet {
             files.remove(i);
             self.unsynced.lock().remove(i);
         }
-        if let Some(file) = files.get(&index) {
-            if file.len()? > offset {
-                file.set_len(offset)?;
-                file.sync_data()?;
+        if let Some(seg) = files.get(&index) {
+            if seg.file.len()? > offset {
+                seg.file.set_len(offset)?;
+                seg.file.sync_data()?;
             }
         }
         if !later.is_empty() {
@@ -379,13 +450,33 @@ impl SegmentSet {
         Ok(())
     }
 
-    /// The handle of segment `index`, creating it (and any missing segments between the last
-    /// one and it) first: segment rules 1 and 2.
+    /// The handle to write segment `index` with (the direct one in direct mode, opened
+    /// here the first time: segment rule 5), creating the segment (and any missing segments
+    /// between the last one and it) first: segment rules 1 and 2.
     fn file_for_write(&self, index: u64) -> Result<Arc<dyn StorageFile>> {
         let mut files = self.files.lock();
-        if let Some(f) = files.get(&index) {
-            return Ok(Arc::clone(f));
+        if !files.contains_key(&index) {
+            self.create_through(&mut files, index)?;
         }
+        let seg = files.get_mut(&index).expect("segment created above");
+        if !self.direct {
+            return Ok(Arc::clone(&seg.file));
+        }
+        if let Some(d) = &seg.direct {
+            return Ok(Arc::clone(d));
+        }
+        let direct = OpenOptions {
+            direct: true,
+            ..Default::default()
+        };
+        let d = self.storage.open(&segment_file_name(index), direct)?;
+        seg.direct = Some(Arc::clone(&d));
+        Ok(d)
+    }
+
+    /// Creates segment `index` and any missing segments between the last one and it, then
+    /// syncs the directory (segment rules 1 and 2).
+    fn create_through(&self, files: &mut BTreeMap<u64, Segment>, index: u64) -> Result<()> {
         let from = match files.last_key_value() {
             Some((&last, _)) if last < index => last + 1,
             _ => index,
@@ -396,10 +487,9 @@ impl SegmentSet {
         };
         for i in from..=index {
             let file = self.storage.open(&segment_file_name(i), create)?;
-            files.insert(i, file);
+            files.insert(i, Segment::new(file));
         }
-        self.storage.sync_dir()?;
-        Ok(Arc::clone(&files[&index]))
+        self.storage.sync_dir()
     }
 }
 

@@ -209,3 +209,36 @@ fn concurrent_disjoint_writes_and_reads() {
     assert_eq!(set.read_at(Lsn(0), &mut buf).unwrap(), total);
     assert_eq!(buf, pattern(0, total));
 }
+
+/// Segment rule 5: direct writes take whole aligned 4 KiB blocks only, across segments;
+/// reads (through the ordinary handles) see them, and `sync` makes them durable.
+#[test]
+fn direct_writes_are_whole_blocks_and_read_back_buffered() {
+    let (fs, st) = storage();
+    let mut set = SegmentSet::open(Arc::clone(&st), SEG).unwrap();
+    set.set_direct_writes(true);
+    assert!(set.direct_writes());
+    let mut block = crate::io::AlignedBuf::new(3 * IO_ALIGN);
+    block.copy_from_slice(&pattern(SEG - 4096, 3 * IO_ALIGN));
+    for (lsn, range) in [
+        (100, 0..4096),    // misaligned offset
+        (0, 0..100),       // short length
+        (4096, 512..4608), // misaligned address
+    ] {
+        assert!(
+            matches!(
+                set.write_at(Lsn(lsn), &block[range]),
+                Err(Error::InvalidArgument { name: "bytes", .. })
+            ),
+            "{lsn}"
+        );
+    }
+    set.write_at(Lsn(SEG - 4096), &block).unwrap(); // spans segments 0, 1, 2
+    set.sync().unwrap();
+    fs.crash_now();
+    fs.restart();
+    let set = SegmentSet::open(st, SEG).unwrap();
+    let mut buf = vec![0u8; 3 * IO_ALIGN];
+    assert_eq!(set.read_at(Lsn(SEG - 4096), &mut buf).unwrap(), buf.len());
+    assert_eq!(&buf[..], &block[..]);
+}

@@ -117,6 +117,13 @@ pub(crate) fn analyse(txns: &TxnManager) -> Result<Analysis> {
             _ => {}
         }
     }
+    // Only an image logged at or after the redo LSN may replace a page's disk copy (recovery
+    // rule 3): a page whose newest image is older was written whole and synced by the
+    // checkpoint after that image, and redo does not replay the records between the image
+    // and the redo LSN, which the disk copy holds. (Analysis starts before the redo LSN when
+    // an older transaction was still active, so it can meet such images.)
+    let redo_lsn = a.redo_lsn;
+    a.images.retain(|_, best| best.record_lsn >= redo_lsn);
     if reader.position() < end {
         return Err(Error::log_corruption(
             reader.position(),

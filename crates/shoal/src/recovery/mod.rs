@@ -24,7 +24,11 @@
 //!    table is rebuilt from the log alone and no checkpoint snapshot can disagree with it).
 //!    It finds the losers (transactions with records but no `Commit` or `End`), the highest
 //!    transaction id, the redo LSN of the last `CheckpointEnd`, and for each page its
-//!    *best image*: the full-page image with the highest base LSN (`txn` module, rule 3).
+//!    *best image*: the full-page image with the highest base LSN (`txn` module, rule 3),
+//!    if that image was logged at or after the redo LSN. An older one is no base: the page
+//!    was written after it and its write synced by the checkpoint (otherwise the page was
+//!    dirty at the checkpoint and its image lies at or after the redo LSN), so the disk copy
+//!    holds the changes below the redo LSN that redo does not replay.
 //! 3. **Redo** repeats history from the redo LSN to the end found at open. A page's first
 //!    touch either installs its best image (never reading the page, so a torn copy on disk is
 //!    never loaded) or reads it from disk (a checksum failure there is corruption: the

@@ -40,11 +40,8 @@ pub(crate) fn redo(txns: &TxnManager, a: &Analysis) -> Result<RedoCounts> {
         }
         let pid = rec.page_id;
         let mut page = if based.insert(pid) {
-            // Only an image at or after the redo LSN can be the base: redo replays nothing
-            // older, so changes between an older image and the redo LSN would be lost, and
-            // the disk copy holds them (the checkpoint saw the page clean and synced). A page
-            // that can be torn always has such an image (transaction rule 3).
-            match a.images.get(&pid).filter(|b| b.record_lsn >= a.redo_lsn) {
+            // Analysis kept only images at or after the redo LSN (recovery rule 2).
+            match a.images.get(&pid) {
                 Some(best) => {
                     counts.images_installed += 1;
                     install_image(txns, pid, best.record_lsn, lsn, &rec)?

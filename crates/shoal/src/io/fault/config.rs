@@ -161,6 +161,10 @@ pub struct FaultConfig {
     /// 0.0 drops every unsynced change (fault rule 2); a higher value finds callers that
     /// rely on an unsynced write *not* being durable (a page written before its log record).
     pub unsynced_survival: f64,
+    /// Refuse to open files with `O_DIRECT` (raw os error `EINVAL`), as file systems without
+    /// direct I/O do (tmpfs before Linux 6.6), so that fallbacks to buffered I/O can be
+    /// tested. Default `false`: direct handles work and check alignment (fault rule 8).
+    pub refuse_direct: bool,
 }
 
 impl Default for FaultConfig {
@@ -178,6 +182,7 @@ impl FaultConfig {
             capacity_bytes: None,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             unsynced_survival: 0.0,
+            refuse_direct: false,
         }
     }
 
@@ -203,6 +208,13 @@ impl FaultConfig {
     /// change survives a power loss (checked when the storage is built).
     pub fn unsynced_survival(mut self, p: f64) -> FaultConfig {
         self.unsynced_survival = p;
+        self
+    }
+
+    /// Sets [`refuse_direct`](Self::refuse_direct): opening with `O_DIRECT` fails with
+    /// `EINVAL`.
+    pub fn refuse_direct(mut self) -> FaultConfig {
+        self.refuse_direct = true;
         self
     }
 }

@@ -58,7 +58,9 @@
 //! 8. **`O_DIRECT` alignment.** A handle opened with `direct` refuses offsets, lengths and
 //!    buffer addresses that are not multiples of [`SECTOR_SIZE`] with raw os error `EINVAL`,
 //!    as Linux does, so a test catches misaligned direct I/O without a real device. Such
-//!    calls, like calls with a bad name, are refused before they are counted. Zero-length
+//!    calls, like calls with a bad name, are refused before they are counted. With
+//!    [`FaultConfig::refuse_direct`], opening with `direct` fails with `EINVAL` instead, as on
+//!    a file system without direct I/O. Zero-length
 //!    reads and writes succeed at any offset without being counted, as `std`'s
 //!    `read_exact_at` / `write_all_at` make no system call for them.
 //!

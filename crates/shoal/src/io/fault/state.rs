@@ -76,6 +76,7 @@ pub(super) struct State {
     capacity_bytes: Option<u64>,
     max_file_bytes: u64,
     unsynced_survival: f64,
+    refuse_direct: bool,
     /// Generator of the survival draws at power loss (fault rule 2).
     crash_rng: SmallRng,
     /// The directory as reads see it.
@@ -105,6 +106,7 @@ impl State {
             capacity_bytes: config.capacity_bytes,
             max_file_bytes: config.max_file_bytes,
             unsynced_survival: p,
+            refuse_direct: config.refuse_direct,
             crash_rng: SmallRng::seed_from_u64(mix(config.seed, u64::MAX)),
             names: BTreeMap::new(),
             names_durable: BTreeMap::new(),
@@ -281,6 +283,9 @@ impl State {
 
     pub(super) fn open(&mut self, name: &str, opts: OpenOptions) -> Result<InodeId> {
         self.check_up(self.generation, "open", name)?;
+        if opts.direct && self.refuse_direct {
+            return Err(os_error("open", name, libc::EINVAL)); // fault rule 8
+        }
         let id = match self.names.get(name) {
             Some(_) if opts.create_new => return Err(os_error("open", name, libc::EEXIST)),
             Some(&id) => id,
