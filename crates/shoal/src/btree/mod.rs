@@ -34,10 +34,12 @@
 //! 3. **Writers latch one leaf.** An insert, update or delete descends optimistically and
 //!    upgrades the leaf's optimistic read to an X latch (which fails if the leaf changed
 //!    since it was read: restart). If the leaf lacks room, the writer lets go and *makes
-//!    room* first (`smo.rs`): it descends again, allocates and fixes the new page(s) with no
-//!    latch held (no I/O under a latch others need, DESIGN.md principle 6), upgrades parent
-//!    then child, and splits; if the parent lacks room for the separator it lets go and
-//!    splits the parent first. Latches are taken top-down and, at one level, left to right;
+//!    room* first (`smo.rs`): it descends again, allocates the new page(s) with no latch
+//!    held (allocation may do I/O: DESIGN.md principle 6), upgrades parent then child, and
+//!    splits; if the parent lacks room for the separator it lets go and splits the parent
+//!    first. A new page's frame is fixed only when the split is certain, and is formatted
+//!    and logged before its latch is released: a blank frame must never reach the disk over
+//!    a freed page whose old records redo may still replay. Latches are taken top-down and, at one level, left to right;
 //!    upgrades never wait for an X holder (they fail instead), so there is no latch deadlock.
 //! 4. **Splits.** The left node keeps entries `0..k`, the new right node gets the rest and
 //!    the left node's high fence and right link; the separator (the right node's first key)

@@ -137,24 +137,22 @@ impl BTree {
             if node_level != level || free >= needed {
                 return Ok(()); // the tree is not that tall any more, or someone split it
             }
-            // New pages are allocated and fixed before any latch is taken (DESIGN.md
-            // principle 6: no I/O while holding what other threads need).
+            // New pages are allocated before any latch is taken (DESIGN.md principle 6: the
+            // allocation may read and sync a space map). Their frames are fixed only once the
+            // split is certain, under the latches: a frame fixed early and then not used
+            // would be written back blank, unlogged, over a page that a merge freed and whose
+            // old records redo may still replay (found by the B-tree crash matrix). Fixing a
+            // new frame may write back a dirty victim under the latches: rare (once per
+            // split), and bounded by one page write.
             let want = if path.parent.is_none() { 2 } else { 1 };
             while spares.len() < want {
                 spares.push(self.space.allocate()?);
             }
-            let mut news = spares[..want]
-                .iter()
-                .map(|&p| self.pool.fix_new(p, PageType::BTreeLeaf))
-                .collect::<Result<Vec<_>>>()?;
             let Some(parent) = path.parent else {
                 let Ok(mut root) = path.node.upgrade() else {
                     continue;
                 };
-                let [a, b] = &mut news[..] else {
-                    unreachable!("two new pages")
-                };
-                let grew = self.grow_root(txns, &mut root, key, needed, a, b);
+                let grew = self.grow_root(txns, &mut root, key, needed, [spares[0], spares[1]]);
                 if !matches!(grew, Ok(false)) {
                     spares.drain(..2); // used (or perhaps linked, after an error): never free
                 }
@@ -173,12 +171,13 @@ impl BTree {
             let plan = SplitPlan::choose(&n, self, key)?;
             let sep_needed = inner_entry(&plan.sep, PageId(0)).len() + SLOT_SIZE;
             if Node::open(p.bytes())?.free_bytes() < sep_needed {
-                drop((x, p, news));
+                drop((x, p));
                 self.make_room_with(txns, key, level + 1, sep_needed, spares)?;
                 continue;
             }
-            spares.remove(0); // used (or perhaps linked, after an error): never free
-            return self.split(txns, &mut p, &mut x, &mut news[0], &plan);
+            let rid = spares.remove(0); // used (or perhaps linked, after an error): never free
+            let mut r = self.pool.fix_new(rid, PageType::BTreeLeaf)?;
+            return self.split(txns, &mut p, &mut x, &mut r, &plan);
         }
     }
 
@@ -245,7 +244,7 @@ impl BTree {
     }
 
     /// Grows the tree by one level if the X-latched root still lacks `needed` bytes: its
-    /// entries move to the new pages `a` and `b` and the root becomes an inner node over
+    /// entries move to the new pages `aid` and `bid` and the root becomes an inner node over
     /// them (the root page never moves). Returns whether it grew.
     fn grow_root(
         &self,
@@ -253,8 +252,7 @@ impl BTree {
         root: &mut ExclusiveGuard<'_>,
         key: &[u8],
         needed: usize,
-        a: &mut ExclusiveGuard<'_>,
-        b: &mut ExclusiveGuard<'_>,
+        [aid, bid]: [PageId; 2],
     ) -> Result<bool> {
         let (img, plan) = {
             let n = Node::open(root.bytes())?;
@@ -266,8 +264,9 @@ impl BTree {
             }
             (n.image()?, SplitPlan::choose(&n, self, key)?)
         };
-        let (aid, bid) = (a.page_id(), b.page_id());
         let (left, right) = plan.halves(&img, bid)?;
+        let mut a = self.pool.fix_new(aid, PageType::BTreeLeaf)?;
+        let mut b = self.pool.fix_new(bid, PageType::BTreeLeaf)?;
         left.write_to(&mut a.page_mut(), aid)?;
         right.write_to(&mut b.page_mut(), bid)?;
         let new_root = NodeImage {
@@ -280,8 +279,8 @@ impl BTree {
             entries: vec![inner_entry(&plan.sep, bid)],
         };
         self.system_txn(txns, |sys, step| {
-            sys.log_new_page(a)?;
-            sys.log_new_page(b)?;
+            sys.log_new_page(&mut a)?;
+            sys.log_new_page(&mut b)?;
             step()?;
             // Undo (if the crash cuts this short) is the root's old image: root growth is
             // rare (once per level), so the log can afford it.
