@@ -371,6 +371,37 @@ fn run_buffer(args: &BufferArgs) -> shoal_bench::Result<()> {
     Ok(())
 }
 
+/// A benchmark's per-variant planner (`logbench::plan`, `btree::plan`): the variants, the
+/// `--threads` and `--latency-sample-every` overrides, and the base settings.
+type PlanFn = fn(
+    &[String],
+    Option<&[usize]>,
+    Option<u32>,
+    &RunConfig,
+) -> shoal_bench::Result<Vec<(&'static str, RunConfig)>>;
+
+/// The validated runs of a benchmark planned per variant (each with its own default thread
+/// list and latency sampling unless `--threads` or `--latency-sample-every` was given).
+fn planned(
+    common: &CommonArgs,
+    bench: &impl MicroBench,
+    variants: &[String],
+    default_threads: &[usize],
+    plan: PlanFn,
+) -> shoal_bench::Result<Vec<(&'static str, RunConfig)>> {
+    let base = common.run_config(bench, default_threads);
+    let plan = plan(
+        variants,
+        common.threads.as_ref().map(|t| t.0.as_slice()),
+        common.latency_sample_every,
+        &base,
+    )?;
+    for (_, run) in &plan {
+        run.validate()?;
+    }
+    Ok(plan)
+}
+
 /// Runs the log benchmark one variant at a time, each with its own default thread list and
 /// latency sampling unless `--threads` or `--latency-sample-every` was given.
 fn run_log(args: &LogArgs) -> shoal_bench::Result<()> {
@@ -382,16 +413,13 @@ fn run_log(args: &LogArgs) -> shoal_bench::Result<()> {
         db_dir: args.db_dir.clone(),
         direct_io: args.log_io == "direct",
     })?;
-    let base = common.run_config(&bench, logbench::INSERT_THREADS_DEFAULT);
-    let plan = logbench::plan(
+    let plan = planned(
+        common,
+        &bench,
         &args.variant,
-        common.threads.as_ref().map(|t| t.0.as_slice()),
-        common.latency_sample_every,
-        &base,
+        logbench::INSERT_THREADS_DEFAULT,
+        logbench::plan,
     )?;
-    for (_, run) in &plan {
-        run.validate()?;
-    }
     let mut output = Output::new(common.output_options())?;
     for (variant, run) in &plan {
         run_micro(&bench, &[variant.to_string()], run, &mut output)?;
@@ -413,16 +441,13 @@ fn run_btree(args: &BtreeArgs) -> shoal_bench::Result<()> {
         db_dir: args.db_dir.clone(),
         progress: true,
     })?;
-    let base = common.run_config(&bench, btree::THREADS_DEFAULT);
-    let plan = btree::plan(
+    let plan = planned(
+        common,
+        &bench,
         &args.variant,
-        common.threads.as_ref().map(|t| t.0.as_slice()),
-        common.latency_sample_every,
-        &base,
+        btree::THREADS_DEFAULT,
+        btree::plan,
     )?;
-    for (_, run) in &plan {
-        run.validate()?;
-    }
     let mut output = Output::new(common.output_options())?;
     btree::run(&bench, &plan, &mut output)?;
     output.finish()?;
