@@ -172,6 +172,20 @@ impl BufferBench {
     }
 }
 
+/// A new temporary directory named `shoal-bench-<name>-…` under `db_dir` (the `--db-dir`
+/// flag, already checked by [`prepare_db_dir`]) or the system temporary directory; removed
+/// when the returned handle drops.
+///
+/// # Errors
+/// [`BenchError::Io`] if the directory cannot be created.
+pub fn temp_db_dir(db_dir: Option<&Path>, name: &str) -> Result<tempfile::TempDir> {
+    let parent = db_dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
+    tempfile::Builder::new()
+        .prefix(&format!("shoal-bench-{name}-"))
+        .tempdir_in(&parent)
+        .map_err(|e| BenchError::io("creating a database directory in", &parent, e))
+}
+
 /// Makes sure `dir` is a directory, creating it (not its parents) if it is missing.
 ///
 /// # Errors
@@ -286,15 +300,7 @@ impl MicroBench for BufferBench {
 
     fn setup(&self, variant: &str, _run: &RunConfig) -> Result<BufferState> {
         let variant = Variant::from_name(variant)?;
-        let parent = self
-            .config
-            .db_dir
-            .clone()
-            .unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new()
-            .prefix("shoal-bench-buffer-")
-            .tempdir_in(&parent)
-            .map_err(|e| BenchError::io("creating a database directory in", &parent, e))?;
+        let dir = temp_db_dir(self.config.db_dir.as_deref(), "buffer")?;
         let storage = FileStorage::open_dir(dir.path(), true)?;
         let file = storage.open(
             DATA_FILE,

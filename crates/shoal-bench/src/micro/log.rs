@@ -388,15 +388,7 @@ impl MicroBench for LogBench {
 
     fn setup(&self, variant: &str, run: &RunConfig) -> Result<LogState> {
         let variant = Variant::from_name(variant)?;
-        let parent = self
-            .config
-            .db_dir
-            .clone()
-            .unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new()
-            .prefix("shoal-bench-log-")
-            .tempdir_in(&parent)
-            .map_err(|e| BenchError::io("creating a log directory in", &parent, e))?;
+        let dir = crate::micro::buffer::temp_db_dir(self.config.db_dir.as_deref(), "log")?;
         let storage: Arc<dyn Storage> = Arc::new(FileStorage::open_dir(dir.path(), true)?);
         let log = LogManager::open(storage, &self.options(variant.durability()))?;
 

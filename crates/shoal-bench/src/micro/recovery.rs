@@ -285,15 +285,7 @@ impl RecoveryBench {
     /// Engine and file errors; [`BenchError::Check`] if the restart was wrong or replayed
     /// less log than asked for.
     pub fn run(&self, observer: &mut dyn Observer) -> Result<Measurement> {
-        let parent = self
-            .config
-            .db_dir
-            .clone()
-            .unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new()
-            .prefix("shoal-bench-recovery-")
-            .tempdir_in(&parent)
-            .map_err(|e| BenchError::io("creating a database directory in", &parent, e))?;
+        let dir = crate::micro::buffer::temp_db_dir(self.config.db_dir.as_deref(), "recovery")?;
 
         let rss_reset = sys::reset_peak_rss();
         observer.setup_started(NAME, VARIANT);

@@ -16,15 +16,7 @@ use std::time::Instant;
 impl BtreeBench {
     /// Creates a database in a new temporary directory.
     fn create_engine(&self) -> Result<(Arc<Engine>, tempfile::TempDir)> {
-        let parent = self
-            .config
-            .db_dir
-            .clone()
-            .unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new()
-            .prefix("shoal-bench-btree-")
-            .tempdir_in(&parent)
-            .map_err(|e| BenchError::io("creating a database directory in", &parent, e))?;
+        let dir = crate::micro::buffer::temp_db_dir(self.config.db_dir.as_deref(), "btree")?;
         let storage: Arc<dyn Storage> = Arc::new(FileStorage::open_dir(dir.path(), true)?);
         let engine = Engine::open(storage, &self.options, &self.log_options)?;
         Ok((Arc::new(engine), dir))
