@@ -89,8 +89,7 @@ fn workload_with(disk: &FaultStorage, seed: u64, threads: u64) -> Outcome {
     let mut run = || -> shoal::Result<()> {
         let e = open(disk)?;
         let tree = BTree::create(e.txns(), e.space())?;
-        let end = e.log().end_lsn();
-        e.log().wait_durable(shoal::Lsn(end.0 - 1))?; // the tree exists before any worker
+        e.log().wait_all_durable()?; // the tree exists before any worker
         out.root = Some(tree.root());
         common::with_checkpointer(&e, || {
             std::thread::scope(|s| {

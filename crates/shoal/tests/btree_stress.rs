@@ -293,11 +293,11 @@ fn big_tree(pool_bytes: usize, factor: u64) {
     assert_eq!(tree.iter().count() as u64, n);
     assert!(tree.verify().unwrap().is_ok());
     eprintln!(
-        "tree of {} MiB ({} pages, height {}) over a {} MiB pool",
+        "tree of {} MiB ({} pages, height {}) over a {} KiB pool",
         bytes >> 20,
         report.pages.len(),
         report.height,
-        pool_bytes >> 20
+        pool_bytes >> 10
     );
     e.close().unwrap();
 }

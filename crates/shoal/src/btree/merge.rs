@@ -8,7 +8,7 @@ use crate::buffer::ExclusiveGuard;
 use crate::error::Result;
 use crate::page::slotted::SLOT_SIZE;
 use crate::txn::TxnManager;
-use crate::types::{Lsn, PageId};
+use crate::types::PageId;
 
 /// A node is underfull when less than a quarter of its usable bytes are in use.
 pub(crate) fn is_underfull(free_bytes: usize, page_size: usize) -> bool {
@@ -242,8 +242,7 @@ impl BTree {
     /// once that commit is durable (space invariant 5: the page must be unreachable on disk
     /// before the space map can say it is free). Called with no latch held.
     fn free_when_durable(&self, txns: &TxnManager, page: PageId) -> Result<()> {
-        let log = txns.log();
-        log.wait_durable(Lsn(log.end_lsn().0 - 1))?;
+        txns.log().wait_all_durable()?;
         self.space.free(page)
     }
 }

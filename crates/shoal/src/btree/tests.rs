@@ -8,7 +8,6 @@ use crate::error::Error;
 use crate::io::{FaultConfig, FaultStorage, Storage};
 use crate::log::LogOptions;
 use crate::options::Options;
-use crate::types::Lsn;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -238,8 +237,7 @@ fn rollback_and_restart_undo_through_splits() {
             t.insert(&mut tx, &key(10_000 + i), &value(i, 30)).unwrap();
         }
         t.delete(&mut tx, &key(4)).unwrap();
-        let end = e.log().end_lsn();
-        e.log().wait_durable(Lsn(end.0 - 1)).unwrap();
+        e.log().wait_all_durable().unwrap();
         e.pool().flush_all().unwrap();
         disk.crash_now();
         std::mem::forget(tx);
@@ -461,8 +459,7 @@ fn restart_rolls_back_an_interrupted_split_or_root_growth() {
                     "{err}"
                 );
                 drop(tx);
-                let end = e.log().end_lsn();
-                e.log().wait_durable(Lsn(end.0 - 1)).unwrap();
+                e.log().wait_all_durable().unwrap();
                 disk.crash_now();
                 (t.root(), n)
             };
@@ -517,8 +514,7 @@ fn restart_rolls_back_an_interrupted_merge() {
                 matches!(err, Error::InvalidArgument { name: "test", .. }),
                 "{err}"
             );
-            let end = e.log().end_lsn();
-            e.log().wait_durable(Lsn(end.0 - 1)).unwrap();
+            e.log().wait_all_durable().unwrap();
             disk.crash_now();
             std::mem::forget(tx);
             t.root()

@@ -245,8 +245,7 @@ impl BTree {
     /// whose compensation records are logged: once they are durable (space invariant 5).
     fn drop_unlinked(&self, txns: &TxnManager, r: Option<OverflowRef>) -> Result<()> {
         if let Some(r) = r {
-            let log = txns.log();
-            log.wait_durable(Lsn(log.end_lsn().0 - 1))?;
+            txns.log().wait_all_durable()?;
             self.free_overflow(&r)?;
         }
         Ok(())

@@ -326,6 +326,21 @@ impl LogManager {
         Ok(())
     }
 
+    /// Waits until every record appended before the call is durable (a group-commit wait
+    /// for the whole log so far; returns at once if nothing is pending). For callers that
+    /// must order an unlogged action after their records, such as freeing a page a
+    /// committed structure change made unreachable (space invariant 5).
+    ///
+    /// # Errors
+    /// As [`LogManager::wait_durable`].
+    pub fn wait_all_durable(&self) -> Result<()> {
+        let end = self.end_lsn();
+        if self.durable_lsn() >= end {
+            return Ok(());
+        }
+        self.wait_durable(Lsn(end.0 - 1))
+    }
+
     /// Waits until the record at `lsn` is durable (group commit: one sync serves all waiters,
     /// invariant 3).
     ///
