@@ -1,8 +1,8 @@
 //! Writing slotted pages: `init` and the [`SlottedMut`] view.
 
 use super::{
-    encode_offset, uses_slotted_layout, Head, NoRoom, Slotted, OFF_SLOT_COUNT, OFF_SPECIAL_LEN,
-    SLOT_SIZE, SPECIAL_MAX_BYTES,
+    encode_offset, uses_slotted_layout, Head, NoRoom, Slotted, HINTED_SLOT_SIZE, OFF_SLOT_COUNT,
+    OFF_SLOT_FORMAT, OFF_SPECIAL_LEN, SLOTS_HINTED, SLOTS_PLAIN, SLOT_SIZE, SPECIAL_MAX_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::options::{PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
@@ -23,6 +23,30 @@ pub fn init<P: PageWrite + ?Sized>(
     page_type: PageType,
     special_bytes: usize,
 ) -> SlottedMut<'_, P> {
+    init_format(page, page_id, page_type, special_bytes, SLOTS_PLAIN)
+}
+
+/// As [`init`], but with 8-byte slots that carry a 4-byte hint each (module doc, "Hinted
+/// pages"): [`SlottedMut::insert_hinted`] sets a record's hint, [`Slotted::hint`] reads it.
+///
+/// # Panics
+/// As [`init`].
+pub fn init_hinted<P: PageWrite + ?Sized>(
+    page: &mut P,
+    page_id: PageId,
+    page_type: PageType,
+    special_bytes: usize,
+) -> SlottedMut<'_, P> {
+    init_format(page, page_id, page_type, special_bytes, SLOTS_HINTED)
+}
+
+fn init_format<P: PageWrite + ?Sized>(
+    page: &mut P,
+    page_id: PageId,
+    page_type: PageType,
+    special_bytes: usize,
+    slot_format: u8,
+) -> SlottedMut<'_, P> {
     let page_len = page.page_len();
     assert!(
         page_len.is_power_of_two()
@@ -39,12 +63,18 @@ pub fn init<P: PageWrite + ?Sized>(
     );
     header::init(page, page_id, page_type);
     page.put_u16(OFF_SPECIAL_LEN, special_bytes as u16);
+    page.write_from(OFF_SLOT_FORMAT, &[slot_format]);
     let mut view = SlottedMut {
         page,
         head: Head {
             page_id,
             page_len,
             special_len: special_bytes,
+            slot_size: if slot_format == SLOTS_HINTED {
+                HINTED_SLOT_SIZE
+            } else {
+                SLOT_SIZE
+            },
             slot_count: 0,
             free_end: page_len,
             frag: 0,
@@ -120,10 +150,24 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
     /// the free space suffices only after compaction.
     ///
     /// # Errors
-    /// `Ok(Err(NoRoom))` if `record.len() + SLOT_SIZE > free_space_total()`;
+    /// `Ok(Err(NoRoom))` if `record.len() + slot_size() > free_space_total()`;
     /// [`Error::InvalidArgument`] if `slot > slot_count()`; [`Error::Corruption`] if a needed
     /// compaction finds the page corrupt. The page is unchanged in all three cases.
     pub fn insert(&mut self, slot: usize, record: &[u8]) -> Result<Result<(), NoRoom>> {
+        self.insert_hinted(slot, record, 0)
+    }
+
+    /// As [`SlottedMut::insert`], and sets the new slot's hint to `hint` on a hinted page
+    /// (on a plain page the hint is dropped).
+    ///
+    /// # Errors
+    /// As [`SlottedMut::insert`].
+    pub fn insert_hinted(
+        &mut self,
+        slot: usize,
+        record: &[u8],
+        hint: u32,
+    ) -> Result<Result<(), NoRoom>> {
         if slot > self.head.slot_count {
             return Err(Error::invalid(
                 "slot",
@@ -133,7 +177,7 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
                 ),
             ));
         }
-        let needed_bytes = record.len().saturating_add(SLOT_SIZE);
+        let needed_bytes = record.len().saturating_add(self.head.slot_size);
         let free_bytes = self.head.total_free();
         if needed_bytes > free_bytes {
             return Ok(Err(NoRoom {
@@ -149,8 +193,12 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         self.page.write_from(offset, record);
         let pos = self.head.slot_pos(slot);
         let slots_end = self.head.free_start();
-        self.page.copy_within(pos..slots_end, pos + SLOT_SIZE);
+        self.page
+            .copy_within(pos..slots_end, pos + self.head.slot_size);
         self.write_slot(slot, offset, record.len());
+        if self.head.slot_size == HINTED_SLOT_SIZE {
+            self.page.write_from(pos + SLOT_SIZE, &hint.to_le_bytes());
+        }
         self.head.slot_count += 1;
         self.store_head();
         Ok(Ok(()))
@@ -190,7 +238,8 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         };
         let pos = self.head.slot_pos(slot);
         let slots_end = self.head.free_start();
-        self.page.copy_within(pos + SLOT_SIZE..slots_end, pos);
+        self.page
+            .copy_within(pos + self.head.slot_size..slots_end, pos);
         self.head.slot_count -= 1;
         self.head.free_end = free_end;
         self.head.frag = frag;
@@ -199,7 +248,20 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         Ok(())
     }
 
-    /// Replaces slot `slot`'s record with `record`. A record that does not grow is rewritten in
+    /// Sets slot `slot`'s hint (hinted pages; a no-op on a plain page).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `slot >= slot_count()`.
+    pub fn set_hint(&mut self, slot: usize, hint: u32) -> Result<()> {
+        self.head.check_slot(slot)?;
+        if self.head.slot_size == HINTED_SLOT_SIZE {
+            self.page
+                .write_from(self.head.slot_pos(slot) + SLOT_SIZE, &hint.to_le_bytes());
+        }
+        Ok(())
+    }
+
+    /// Replaces slot `slot`'s record with `record` (its hint stays). A record that does not grow is rewritten in
     /// place (the bytes it no longer needs become fragmented); one that grows is written to
     /// new heap space, compacting the page first if needed, and its old bytes are freed.
     ///

@@ -11,17 +11,26 @@
 //!  0        32          48          48+S           free_start     free_end       page_size
 //!  +--------+-----------+-----------+--------------+--------------+---------------+
 //!  | common | slotted   | special   | slot array   |  free space  | record heap   |
-//!  | header | header 16 | S bytes   | 4 B per slot |              | records and   |
+//!  | header | header 16 | S bytes   | 4 or 8 B per |              | records and   |
 //!  | 32 B   |           | (access   | growing  --> |              | holes  <--    |
 //!  |        |           |  method)  |              |              | growing down  |
 //!  +--------+-----------+-----------+--------------+--------------+---------------+
-//!  slot i = (offset u16, length u16) --points to--> record bytes in the heap
+//!  slot i = (offset u16, length u16[, hint u32]) --points to--> record bytes in the heap
 //! ```
+//!
+//! Hinted pages ([`init_hinted`]) have 8-byte slots: after the offset and length, a 4-byte
+//! hint that belongs to the slot's record and moves with it (inserts and deletes shift whole
+//! slots; updates and compaction keep the hint). The access method chooses what a hint
+//! means: B-tree nodes keep the four key bytes after the node's common prefix there, so a
+//! binary search reads only the dense slot array until it meets an equal hint (Graefe,
+//! "Modern B-Tree Techniques", 2011, §3.5 "poor man's normalized keys"; LeanStore's heads,
+//! Leis et al., ICDE 2018).
 //!
 //! The slotted header (bytes `[32, 48)`, all `u16` little-endian): `slot_count` at 32,
 //! `free_start` at 34 (end of the slot array), `free_end` at 36 (start of the record heap),
 //! `frag_bytes` at 38 (free bytes inside the heap, reclaimed by compaction), `special_len`
-//! (`S`) at 40, reserved zero bytes at 42..48. The first four form one aligned 8-byte word,
+//! (`S`) at 40, the slot format (`u8`: 0 = plain 4-byte slots, 1 = hinted 8-byte slots) at 42,
+//! reserved zero bytes at 43..48. The first four form one aligned 8-byte word,
 //! stored with one write after every change.
 //!
 //! The special area is `S` bytes (at most [`SPECIAL_MAX_BYTES`]) fixed by [`init`]: the access
@@ -39,14 +48,15 @@
 //! 1. The common header is valid for this page (format version, page id) and its type uses
 //!    this layout ([`uses_slotted_layout`]).
 //! 2. `special_len <= SPECIAL_MAX_BYTES`; the special area is bytes `[48, 48 + S)`.
-//! 3. The slot array is dense: `free_start == 48 + S + 4 * slot_count`.
+//! 3. The slot array is dense: `free_start == 48 + S + slot_size * slot_count`, where
+//!    `slot_size` is 4, or 8 on a hinted page.
 //! 4. `free_start <= free_end <= page_size`.
 //! 5. A record of length > 0 lies inside the heap `[free_end, page_size)`; a record of
 //!    length 0 occupies no bytes and is stored with offset `page_size`.
 //! 6. No two records overlap (so no record overlaps the slot array or the special area).
 //! 7. `frag_bytes == (page_size - free_end) - sum of record lengths`: every heap byte belongs
 //!    to exactly one record or is counted as fragmented free space.
-//! 8. The reserved bytes `[42, 48)` are zero.
+//! 8. The slot format is 0 or 1 and the reserved bytes `[43, 48)` are zero.
 //!
 //! Consequently the free space after compaction, [`Slotted::free_space_total`], is
 //! `page_size - free_start - sum of record lengths` and depends only on the records, never on
@@ -80,7 +90,7 @@ mod view;
 #[cfg(test)]
 mod tests;
 
-pub use edit::{init, SlottedMut};
+pub use edit::{init, init_hinted, SlottedMut};
 pub use view::Slotted;
 
 use super::bytes::PageRead;
@@ -94,8 +104,12 @@ use std::fmt;
 pub const SLOTTED_HEADER_SIZE: usize = 16;
 /// Byte offset of the special area (and, when it is empty, of the slot array).
 pub const SPECIAL_OFFSET: usize = HEADER_SIZE + SLOTTED_HEADER_SIZE;
-/// Size in bytes of one slot-array entry: record offset `u16`, record length `u16`.
+/// Size in bytes of one slot-array entry of a plain page: record offset `u16`, record length
+/// `u16`.
 pub const SLOT_SIZE: usize = 4;
+/// Size in bytes of one slot-array entry of a hinted page ([`init_hinted`]): record offset
+/// `u16`, record length `u16`, then a 4-byte hint the access method keeps for its record.
+pub const HINTED_SLOT_SIZE: usize = 8;
 /// Largest special area in bytes that [`init`] accepts and [`check`] allows.
 pub const SPECIAL_MAX_BYTES: usize = 256;
 
@@ -104,13 +118,18 @@ const OFF_FREE_START: usize = HEADER_SIZE + 2;
 const OFF_FREE_END: usize = HEADER_SIZE + 4;
 const OFF_FRAG: usize = HEADER_SIZE + 6;
 const OFF_SPECIAL_LEN: usize = HEADER_SIZE + 8;
-const OFF_RESERVED: usize = HEADER_SIZE + 10;
+const OFF_SLOT_FORMAT: usize = HEADER_SIZE + 10;
+const OFF_RESERVED: usize = HEADER_SIZE + 11;
+/// `slot_format` of a page with 4-byte slots.
+const SLOTS_PLAIN: u8 = 0;
+/// `slot_format` of a page with 8-byte slots carrying hints.
+const SLOTS_HINTED: u8 = 1;
 const RESERVED_LEN: usize = SPECIAL_OFFSET - OFF_RESERVED;
 
 // Layout constants (STYLE.md practice 7). The four mutable header fields are one aligned
 // 8-byte word, so a frame stores them with a single atomic store.
 const _: () = assert!(HEADER_SIZE == 32 && OFF_SLOT_COUNT % 8 == 0 && OFF_FRAG + 2 == 40);
-const _: () = assert!(SPECIAL_OFFSET == 48 && RESERVED_LEN == 6);
+const _: () = assert!(SPECIAL_OFFSET == 48 && RESERVED_LEN == 5);
 // The `0 means 65536` offset encoding covers every supported page size, and every length fits
 // a `u16`.
 const _: () = assert!(PAGE_SIZE_MAX_BYTES <= 1 << 16);
@@ -179,6 +198,8 @@ struct Head {
     page_id: PageId,
     page_len: usize,
     special_len: usize,
+    /// Bytes of one slot: [`SLOT_SIZE`] or [`HINTED_SLOT_SIZE`].
+    slot_size: usize,
     slot_count: usize,
     /// Start of the record heap (first byte past the free space).
     free_end: usize,
@@ -195,7 +216,7 @@ impl Head {
     /// First byte past the slot array.
     #[inline]
     fn free_start(&self) -> usize {
-        self.slots_start() + SLOT_SIZE * self.slot_count
+        self.slots_start() + self.slot_size * self.slot_count
     }
     /// Contiguous free bytes between the slot array and the heap.
     #[inline]
@@ -210,7 +231,7 @@ impl Head {
     /// Byte offset of slot `slot`'s entry.
     #[inline]
     fn slot_pos(&self, slot: usize) -> usize {
-        self.slots_start() + SLOT_SIZE * slot
+        self.slots_start() + self.slot_size * slot
     }
     /// Size in bytes of the heap `[free_end, page_len)`.
     #[inline]
@@ -299,10 +320,21 @@ impl Head {
                 format!("special area of {special_len} bytes exceeds the maximum of {SPECIAL_MAX_BYTES}"),
             ));
         }
+        let slot_size = match raw[OFF_SLOT_FORMAT - HEADER_SIZE] {
+            SLOTS_PLAIN => SLOT_SIZE,
+            SLOTS_HINTED => HINTED_SLOT_SIZE,
+            other => {
+                return Err(Error::corruption(
+                    page_id,
+                    format!("unknown slot format {other} (0 = plain, 1 = hinted)"),
+                ))
+            }
+        };
         let head = Head {
             page_id,
             page_len,
             special_len,
+            slot_size,
             slot_count: field(OFF_SLOT_COUNT) as usize,
             free_end: decode_offset(field(OFF_FREE_END)),
             frag: field(OFF_FRAG) as usize,

@@ -1,4 +1,4 @@
-//! Tests of the slotted layout: examples, a model test against `Vec<Vec<u8>>` on plain and
+//! Tests of the slotted layout: examples, a model test against a `Vec` of records (and hints) on plain and
 //! atomic pages of 4 and 64 KiB, and fuzz-style tests that no page bytes make it panic.
 
 use super::*;
@@ -208,6 +208,11 @@ fn op_strategy(max_len: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The hint an inserted record gets in the model tests (distinct per record, never 0).
+fn hint_of(len: usize, seed: u8) -> u32 {
+    0xA500_0000 | ((len as u32) << 8) | seed as u32
+}
+
 /// What an operation did: `Some(true)` placed, `Some(false)` no room, `None` skipped (no
 /// slot to delete or update).
 fn apply<P: PageWrite + ?Sized>(page: &mut P, op: &Op) -> Option<bool> {
@@ -215,8 +220,12 @@ fn apply<P: PageWrite + ?Sized>(page: &mut P, op: &Op) -> Option<bool> {
     let n = s.slot_count();
     let placed = |r: Result<Result<(), NoRoom>>| Some(r.expect("no corruption").is_ok());
     match *op {
-        Op::Insert { at, len, seed } => placed(s.insert(at % (n + 1), &record(len, seed))),
-        Op::Push { len, seed } => placed(s.push(&record(len, seed))),
+        Op::Insert { at, len, seed } => {
+            placed(s.insert_hinted(at % (n + 1), &record(len, seed), hint_of(len, seed)))
+        }
+        Op::Push { len, seed } => {
+            placed(s.insert_hinted(n, &record(len, seed), hint_of(len, seed)))
+        }
         Op::Delete { at } if n > 0 => {
             s.delete(at % n).expect("delete");
             Some(true)
@@ -231,21 +240,24 @@ fn apply<P: PageWrite + ?Sized>(page: &mut P, op: &Op) -> Option<bool> {
     }
 }
 
+/// The model: each slot's record and the hint it was inserted with.
+type Model = Vec<(Vec<u8>, u32)>;
+
 /// Applies `op` to the model and returns whether it should have been placed.
-fn apply_model(model: &mut Vec<Vec<u8>>, free_total: usize, op: &Op) -> Option<bool> {
+fn apply_model(model: &mut Model, slot_size: usize, free_total: usize, op: &Op) -> Option<bool> {
     let n = model.len();
     match *op {
         Op::Insert { at, len, seed } => {
-            let fits = len + SLOT_SIZE <= free_total;
+            let fits = len + slot_size <= free_total;
             if fits {
-                model.insert(at % (n + 1), record(len, seed));
+                model.insert(at % (n + 1), (record(len, seed), hint_of(len, seed)));
             }
             Some(fits)
         }
         Op::Push { len, seed } => {
-            let fits = len + SLOT_SIZE <= free_total;
+            let fits = len + slot_size <= free_total;
             if fits {
-                model.push(record(len, seed));
+                model.push((record(len, seed), hint_of(len, seed)));
             }
             Some(fits)
         }
@@ -254,9 +266,9 @@ fn apply_model(model: &mut Vec<Vec<u8>>, free_total: usize, op: &Op) -> Option<b
             Some(true)
         }
         Op::Update { at, len, seed } if n > 0 => {
-            let fits = len <= free_total + model[at % n].len();
+            let fits = len <= free_total + model[at % n].0.len();
             if fits {
-                model[at % n] = record(len, seed);
+                model[at % n].0 = record(len, seed); // the hint stays with the slot
             }
             Some(fits)
         }
@@ -265,29 +277,34 @@ fn apply_model(model: &mut Vec<Vec<u8>>, free_total: usize, op: &Op) -> Option<b
     }
 }
 
-fn model_free_total(page_len: usize, special: usize, model: &[Vec<u8>]) -> usize {
+fn model_free_total(page_len: usize, special: usize, slot_size: usize, model: &Model) -> usize {
     capacity_bytes(page_len, special)
-        - model.len() * SLOT_SIZE
-        - model.iter().map(Vec::len).sum::<usize>()
+        - model.len() * slot_size
+        - model.iter().map(|(r, _)| r.len()).sum::<usize>()
 }
 
 fn assert_matches_model<P: PageRead + ?Sized>(
     page: &P,
     page_len: usize,
     special: usize,
-    model: &[Vec<u8>],
+    hinted: bool,
+    model: &Model,
 ) -> Result<(), TestCaseError> {
     check(page, ID).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let view = Slotted::open(page).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(view.slot_count(), model.len());
+    let slot_size = if hinted { HINTED_SLOT_SIZE } else { SLOT_SIZE };
+    prop_assert_eq!(view.slot_size(), slot_size);
     let mut buf = Vec::new();
-    for (i, rec) in model.iter().enumerate() {
+    for (i, (rec, hint)) in model.iter().enumerate() {
         view.read_record(i, &mut buf).unwrap();
         prop_assert_eq!(&buf, rec);
         prop_assert_eq!(view.compare(i, rec).unwrap(), Ordering::Equal);
+        prop_assert_eq!(view.hint(i).unwrap(), if hinted { *hint } else { 0 });
     }
     prop_assert!(view.get(model.len()).is_err());
-    let free_total = model_free_total(page_len, special, model);
+    prop_assert!(view.hint(model.len()).is_err());
+    let free_total = model_free_total(page_len, special, slot_size, model);
     prop_assert_eq!(view.free_space_total(), free_total);
     prop_assert_eq!(
         view.used_space(),
@@ -298,23 +315,38 @@ fn assert_matches_model<P: PageRead + ?Sized>(
 }
 
 /// Runs `ops` on a plain page and an atomic page in lockstep with the model; the two images
-/// must stay byte-identical.
-fn run_model(page_len: usize, special: usize, ops: &[Op]) -> Result<(), TestCaseError> {
+/// must stay byte-identical. `hinted` picks 8-byte slots with hints.
+fn run_model(
+    page_len: usize,
+    special: usize,
+    hinted: bool,
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
     let mut plain = vec![0u8; page_len];
     let atomic_words = words(page_len);
     let mut atomic = AtomicBytesMut::new(&atomic_words);
-    init(plain.as_mut_slice(), ID, PageType::BTreeLeaf, special);
-    init(&mut atomic, ID, PageType::BTreeLeaf, special);
-    let mut model: Vec<Vec<u8>> = Vec::new();
+    let format = if hinted {
+        init_hinted::<[u8]>
+    } else {
+        init::<[u8]>
+    };
+    format(plain.as_mut_slice(), ID, PageType::BTreeLeaf, special);
+    if hinted {
+        init_hinted(&mut atomic, ID, PageType::BTreeLeaf, special);
+    } else {
+        init(&mut atomic, ID, PageType::BTreeLeaf, special);
+    }
+    let slot_size = if hinted { HINTED_SLOT_SIZE } else { SLOT_SIZE };
+    let mut model = Model::new();
     for op in ops {
-        let free_total = model_free_total(page_len, special, &model);
-        let expected = apply_model(&mut model, free_total, op);
+        let free_total = model_free_total(page_len, special, slot_size, &model);
+        let expected = apply_model(&mut model, slot_size, free_total, op);
         prop_assert_eq!(apply(plain.as_mut_slice(), op), expected, "{:?}", op);
         prop_assert_eq!(apply(&mut atomic, op), expected, "{:?}", op);
-        assert_matches_model(plain.as_slice(), page_len, special, &model)?;
-        assert_matches_model(&atomic, page_len, special, &model)?;
+        assert_matches_model(plain.as_slice(), page_len, special, hinted, &model)?;
+        assert_matches_model(&atomic, page_len, special, hinted, &model)?;
         let view = Slotted::open(plain.as_slice()).unwrap();
-        for (i, rec) in model.iter().enumerate() {
+        for (i, (rec, _)) in model.iter().enumerate() {
             prop_assert_eq!(view.get_slice(i).unwrap(), &rec[..]);
         }
         prop_assert!(
@@ -329,8 +361,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
-    fn model_4k(special in 0..=SPECIAL_MAX_BYTES, ops in vec(op_strategy(1200), 1..250)) {
-        run_model(4096, special, &ops)?;
+    fn model_4k(
+        special in 0..=SPECIAL_MAX_BYTES,
+        hinted in any::<bool>(),
+        ops in vec(op_strategy(1200), 1..250),
+    ) {
+        run_model(4096, special, hinted, &ops)?;
     }
 }
 
@@ -338,9 +374,34 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn model_64k(special in 0..=64usize, ops in vec(op_strategy(12_000), 1..500)) {
-        run_model(65536, special, &ops)?;
+    fn model_64k(
+        special in 0..=64usize,
+        hinted in any::<bool>(),
+        ops in vec(op_strategy(12_000), 1..500),
+    ) {
+        run_model(65536, special, hinted, &ops)?;
     }
+}
+
+#[test]
+fn hinted_page_set_hint_and_unknown_slot_format() {
+    let mut buf = vec![0u8; 4096];
+    let mut s = init_hinted(buf.as_mut_slice(), ID, PageType::BTreeLeaf, 32);
+    s.push(b"abc").unwrap().unwrap();
+    s.insert_hinted(0, b"x", 7).unwrap().unwrap();
+    s.set_hint(1, 9).unwrap();
+    assert!(s.set_hint(2, 1).is_err());
+    let v = s.view();
+    assert_eq!((v.hint(0).unwrap(), v.hint(1).unwrap()), (7, 9));
+    assert_eq!(
+        v.free_space_total(),
+        capacity_bytes(4096, 32) - 2 * HINTED_SLOT_SIZE - 4
+    );
+    check(buf.as_slice(), ID).unwrap();
+    // A slot format other than 0 or 1 is corruption, named.
+    buf[42] = 2;
+    let (_, reason) = corruption_reason(Slotted::open(buf.as_slice()).err().unwrap());
+    assert!(reason.contains("unknown slot format 2"), "{reason}");
 }
 
 /// Calls every accessor and mutator on `page` (mutators on a copy). None may panic; on a

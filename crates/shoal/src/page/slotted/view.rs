@@ -1,6 +1,6 @@
 //! The read view of a slotted page.
 
-use super::{Head, SLOT_SIZE};
+use super::{Head, HINTED_SLOT_SIZE, SLOT_SIZE};
 use crate::error::Result;
 use crate::page::bytes::PageRead;
 use crate::page::header::{self, HEADER_SIZE};
@@ -67,6 +67,25 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     /// Number of slots (records) on the page.
     pub fn slot_count(&self) -> usize {
         self.head.slot_count
+    }
+
+    /// Bytes of one slot: [`SLOT_SIZE`] on a plain page, [`HINTED_SLOT_SIZE`] on a hinted one.
+    pub fn slot_size(&self) -> usize {
+        self.head.slot_size
+    }
+
+    /// Slot `slot`'s hint: 0 on a plain page. One aligned 4-byte read, no record access.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] if `slot >= slot_count()`.
+    #[inline]
+    pub fn hint(&self, slot: usize) -> Result<u32> {
+        self.head.check_slot(slot)?;
+        if self.head.slot_size != HINTED_SLOT_SIZE {
+            return Ok(0);
+        }
+        // In bounds: slot < slot_count and the slot array ends inside the page (`Head::read`).
+        Ok(self.page.u32_at(self.head.slot_pos(slot) + SLOT_SIZE))
     }
 
     /// Size of the special area in bytes, as set by `init`.
@@ -166,7 +185,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     }
 
     /// Contiguous free bytes between the slot array and the record heap. An insert of a
-    /// record of `len` bytes needs no compaction if `len + SLOT_SIZE <= free_space()`.
+    /// record of `len` bytes needs no compaction if `len + slot_size() <= free_space()`.
     pub fn free_space(&self) -> usize {
         self.head.contiguous()
     }
@@ -177,7 +196,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
         self.head.total_free()
     }
 
-    /// Bytes taken by slots and records: `SLOT_SIZE * slot_count()` plus the record lengths
+    /// Bytes taken by slots and records: `slot_size() * slot_count()` plus the record lengths
     /// (as the header accounts them; exact on a page that passes `check`).
     pub fn used_space(&self) -> usize {
         // No underflow: `Head::read` checked frag <= heap, so total_free <= page_len - slots_start.
@@ -185,9 +204,9 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     }
 
     /// Whether inserting one more record of `len` bytes would succeed (after compaction, which
-    /// the insert does by itself): `len + SLOT_SIZE <= free_space_total()`.
+    /// the insert does by itself): `len + slot_size() <= free_space_total()`.
     pub fn can_fit(&self, len: usize) -> bool {
-        len.saturating_add(SLOT_SIZE) <= self.free_space_total()
+        len.saturating_add(self.head.slot_size) <= self.free_space_total()
     }
 }
 
