@@ -1,12 +1,12 @@
 //! Merging underfull nodes and shrinking the root (btree rule 10): the reverse structure
 //! modifications, also system transactions committed under their latches.
 
+use super::node::NODE_SLOT_SIZE;
 use super::node::{self, inner_entry, Node, NodeImage};
 use super::tree::{Attempt, BTree, Seek};
 use super::wal;
 use crate::buffer::ExclusiveGuard;
 use crate::error::Result;
-use crate::page::slotted::SLOT_SIZE;
 use crate::txn::TxnManager;
 use crate::types::PageId;
 
@@ -180,7 +180,7 @@ impl BTree {
         }
         let parent_left = pn.entry_count() - 1;
         let is_root = p.page_id() == self.root;
-        let parent_free_after = pn.free_bytes() + pn.entry_len(sep_slot)? + SLOT_SIZE;
+        let parent_free_after = pn.free_bytes() + pn.entry_len(sep_slot)? + NODE_SLOT_SIZE;
         let rid = r.page_id();
         self.system_txn(txns, |sys, step| {
             sys.change(l, wal::redo_format(&merged), wal::redo_format(&li))?;

@@ -96,7 +96,9 @@
 //!
 //! ## Not done yet
 //! Redistribution between siblings that do not fit one page (they stay underfull),
-//! key-range locks (lock-manager issue), prefix and suffix truncation. Overflow chains of a
+//! key-range locks (lock-manager issue), prefix truncation of stored keys (nodes keep full
+//! keys; only the search hints skip the common prefix, see `node`), suffix truncation of
+//! separators. Overflow chains of a
 //! transaction cut short by a crash before its leaf entry was logged are leaked (allocated,
 //! unreachable), like the new pages of an interrupted split.
 

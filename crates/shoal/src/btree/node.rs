@@ -3,14 +3,28 @@
 //! entries in key order. The byte layout is in `docs/format.md` ("B-tree node").
 //!
 //! ```text
-//!  special area (32 bytes)            slots
+//!  special area (40 bytes)            slots (8 bytes: offset, length, hint)
 //!  0  level u16   (0 = leaf)          0  low fence   [0] = -inf | [1][key]   (inclusive)
 //!  2  flags u16   (0)                 1  high fence  [0] = +inf | [1][key]   (exclusive)
-//!  4  reserved u32 (0)                2.. entries, strictly increasing by key:
-//!  8  right sibling PageId (INVALID)      leaf:  [key_len u16][key][value tag u8][value]
-//! 16  child0 PageId (inner; leaf INVALID)  inner: [key_len u16][key][child PageId u64]
+//!  4  prefix_len u16                  2.. entries, strictly increasing by key:
+//!  6  reserved u16 (0)                    leaf:  [key_len u16][key][value tag u8][value]
+//!  8  right sibling PageId (INVALID)      inner: [key_len u16][key][child PageId u64]
+//! 16  child0 PageId (inner; leaf INVALID)
 //! 24  tree id = the tree's root PageId
+//! 32  prefix head: the prefix's first min(prefix_len, 8) bytes, zero-padded
 //! ```
+//!
+//! Search keys (Graefe, "Modern B-Tree Techniques", 2011, §3.5 and §4.2; LeanStore's
+//! "heads", Leis et al., ICDE 2018). Every key of a node lies in `[low fence, high fence)`,
+//! so all of them begin with the fences' common prefix, whose length is `prefix_len` (0 if a
+//! fence is infinite). Each entry's slot carries a hint: the four key bytes after the prefix,
+//! big-endian and zero-padded ([`hint_of`]). A binary search first places the probe against
+//! the prefix (from the special area's prefix head; only a prefix longer than 8 bytes reads
+//! the low fence), then compares hints, which live in the dense slot array, and reads an
+//! entry's record only when its hint equals the probe's. A lookup in a leaf of 8-byte keys
+//! thus touches the slot array and one record instead of a record per probe. Hints are
+//! derived data: every change of a node's fences recomputes the prefix and all hints, and
+//! `verify` checks them.
 //!
 //! An inner node with entries `(k1, c1) … (kn, cn)` and leftmost child `c0` sends a key `x`
 //! to `c0` if `x < k1`, else to the `ci` of the last `ki <= x`. Every node covers the keys of
@@ -22,23 +36,31 @@
 //! believes such an error (sync rule O2).
 
 use crate::error::{Error, Result};
-use crate::page::slotted::{self, Slotted, SlottedMut, SLOT_SIZE, SPECIAL_OFFSET};
+use crate::page::slotted::{self, Slotted, SlottedMut, HINTED_SLOT_SIZE, SPECIAL_OFFSET};
 use crate::page::{PageRead, PageType, PageWrite};
 use crate::types::PageId;
 use std::cmp::Ordering;
 use std::ops::Range;
 
 /// Bytes of the B-tree special area.
-pub(crate) const SPECIAL_BYTES: usize = 32;
+pub(crate) const SPECIAL_BYTES: usize = 40;
+/// Bytes of a node's slot (offset, length, hint): nodes are hinted slotted pages.
+pub(crate) const NODE_SLOT_SIZE: usize = HINTED_SLOT_SIZE;
 /// Slot of the first entry (slots 0 and 1 are the fences).
 pub(crate) const FIRST_ENTRY: usize = 2;
 /// Levels above this are corruption (a tree of 8 KiB pages never gets near it).
 pub(crate) const MAX_LEVEL: u16 = 24;
 const SP_LEVEL: usize = 0;
 const SP_FLAGS: usize = 2;
+const SP_PREFIX_LEN: usize = 4;
 const SP_RIGHT: usize = 8;
 const SP_CHILD0: usize = 16;
 const SP_TREE: usize = 24;
+const SP_PREFIX_HEAD: usize = 32;
+/// Bytes of the prefix kept in the special area.
+const PREFIX_HEAD_BYTES: usize = 8;
+/// Bytes of a key that a hint holds.
+const HINT_BYTES: usize = 4;
 const FENCE_INFINITE: u8 = 0;
 const FENCE_KEY: u8 = 1;
 /// Bytes of an entry before its key (the key length).
@@ -61,7 +83,36 @@ pub fn max_key_bytes(page_size: usize) -> usize {
 /// of the usable page less a margin, so a node with its fences and two entries of any size
 /// fits one page.
 pub(crate) fn max_entry_bytes(page_size: usize) -> usize {
-    usable_bytes(page_size) / 4 - 2 * SLOT_SIZE
+    usable_bytes(page_size) / 4 - 2 * NODE_SLOT_SIZE
+}
+
+/// The hint of `key` in a node whose keys share a prefix of `prefix_len` bytes: key bytes
+/// `[prefix_len, prefix_len + 4)` as a big-endian `u32`, zero-padded. For two keys with that
+/// prefix, a smaller hint means a smaller key; equal hints decide nothing.
+#[inline]
+pub(crate) fn hint_of(key: &[u8], prefix_len: usize) -> u32 {
+    let rest = key.get(prefix_len..).unwrap_or(&[]);
+    let mut b = [0u8; HINT_BYTES];
+    let n = rest.len().min(HINT_BYTES);
+    b[..n].copy_from_slice(&rest[..n]);
+    u32::from_be_bytes(b)
+}
+
+/// Length of the common prefix of two fences; 0 if either is infinite.
+pub(crate) fn common_prefix(low: &Option<Vec<u8>>, high: &Option<Vec<u8>>) -> usize {
+    match (low, high) {
+        (Some(l), Some(h)) => l.iter().zip(h).take_while(|(a, b)| a == b).count(),
+        _ => 0,
+    }
+}
+
+/// The special area's prefix fields for a prefix `key[..prefix_len]`: the length and the
+/// zero-padded head.
+fn prefix_fields(key: &[u8], prefix_len: usize) -> ([u8; 2], [u8; PREFIX_HEAD_BYTES]) {
+    let mut head = [0u8; PREFIX_HEAD_BYTES];
+    let n = prefix_len.min(PREFIX_HEAD_BYTES);
+    head[..n].copy_from_slice(&key[..n]);
+    ((prefix_len as u16).to_le_bytes(), head)
 }
 
 /// The page type of a node of `level`.
@@ -120,17 +171,20 @@ fn parse_fence(page: PageId, rec: &[u8]) -> Result<Option<Vec<u8>>> {
     }
 }
 
-/// A search key with its head (first 8 bytes, big-endian, zero-padded) computed once.
+/// A search key with its head (first 8 bytes, big-endian, zero-padded) and its hint in the
+/// node computed once.
 struct Probe<'k> {
     key: &'k [u8],
     head: u64,
+    hint: u32,
 }
 
 impl<'k> Probe<'k> {
-    fn new(key: &'k [u8]) -> Self {
+    fn new(key: &'k [u8], prefix_len: usize) -> Self {
         Probe {
             key,
             head: key.head_be(0, key.len().min(8)),
+            hint: hint_of(key, prefix_len),
         }
     }
 }
@@ -146,6 +200,10 @@ pub(crate) struct Node<'a, P: PageRead + ?Sized> {
     pub(crate) child0: PageId,
     /// The tree's root page id.
     pub(crate) tree: PageId,
+    /// Bytes every key of the node begins with (the fences' common prefix).
+    prefix_len: usize,
+    /// The prefix's first `min(prefix_len, 8)` bytes, zero-padded.
+    prefix_head: [u8; PREFIX_HEAD_BYTES],
 }
 
 impl<'a, P: PageRead + ?Sized> Node<'a, P> {
@@ -157,10 +215,13 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     pub(crate) fn open(page: &'a P) -> Result<Self> {
         let s = Slotted::open(page)?;
         let pid = s.page_id();
-        if s.special_len() != SPECIAL_BYTES || s.slot_count() < FIRST_ENTRY {
+        if s.special_len() != SPECIAL_BYTES
+            || s.slot_count() < FIRST_ENTRY
+            || s.slot_size() != NODE_SLOT_SIZE
+        {
             return Err(Error::corruption(
                 pid,
-                "not a B-tree node (special area or fences)",
+                "not a B-tree node (special area, slot format or fences)",
             ));
         }
         let mut sp = [0u8; SPECIAL_BYTES];
@@ -174,12 +235,17 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 format!("B-tree node of level {level} has page type {ty:?}"),
             ));
         }
+        let prefix_len = u16::from_le_bytes([sp[SP_PREFIX_LEN], sp[SP_PREFIX_LEN + 1]]) as usize;
         Ok(Node {
             s,
             level,
             right: PageId(u64_at(SP_RIGHT)),
             child0: PageId(u64_at(SP_CHILD0)),
             tree: PageId(u64_at(SP_TREE)),
+            prefix_len,
+            prefix_head: sp[SP_PREFIX_HEAD..SP_PREFIX_HEAD + PREFIX_HEAD_BYTES]
+                .try_into()
+                .expect("8 bytes"),
         })
     }
 
@@ -253,20 +319,93 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(rest.len().cmp(&key.len()))
     }
 
+    /// Compares `key` with the node's prefix: `Less` (or `Greater`) if `key` sorts before
+    /// (after) every key that begins with the prefix, `Equal` if it begins with it. Reads the
+    /// low fence only for a prefix longer than 8 bytes whose head `key` matches.
+    fn cmp_prefix(&self, key: &[u8]) -> Result<Ordering> {
+        let p = self.prefix_len;
+        let n = p.min(PREFIX_HEAD_BYTES);
+        let k = &key[..key.len().min(n)];
+        match k.cmp(&self.prefix_head[..k.len()]) {
+            Ordering::Equal if k.len() < n => return Ok(Ordering::Less), // a proper prefix
+            Ordering::Equal => {}
+            unequal => return Ok(unequal),
+        }
+        if p <= PREFIX_HEAD_BYTES {
+            return Ok(Ordering::Equal);
+        }
+        let low = self.s.record_range(0)?;
+        if low.len() < 1 + p {
+            return Err(self.corrupt(format!("prefix of {p} bytes is longer than the low fence")));
+        }
+        let k = &key[n..key.len().min(p)];
+        let mut rest = vec![0u8; k.len()];
+        self.s.page().read_into(low.start + 1 + n, &mut rest);
+        Ok(match k.cmp(&rest[..]) {
+            Ordering::Equal if n + k.len() < p => Ordering::Less,
+            o => o,
+        })
+    }
+
     /// Binary search: `Ok(i)` if entry `i` has `key`, `Err(i)` if `key` belongs before entry
-    /// `i` (`i` may be [`Node::entry_count`]).
+    /// `i` (`i` may be [`Node::entry_count`]). `key` may lie outside the node's fences.
+    /// Compares slot hints first and reads an entry's record only on an equal hint (module
+    /// doc, "Search keys").
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
-        let probe = Probe::new(key);
-        let (mut lo, mut hi) = (0, self.entry_count());
+        let count = self.entry_count();
+        match self.cmp_prefix(key)? {
+            Ordering::Less => return Ok(Err(0)),
+            Ordering::Greater => return Ok(Err(count)),
+            Ordering::Equal => {}
+        }
+        let probe = Probe::new(key, self.prefix_len);
+        let (mut lo, mut hi) = (0, count);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.cmp_probe(mid, &probe)? {
+            let hint = self.s.hint(FIRST_ENTRY + mid)?;
+            let ord = if hint != probe.hint {
+                hint.cmp(&probe.hint)
+            } else {
+                self.cmp_probe(mid, &probe)?
+            };
+            match ord {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(Ok(mid)),
             }
         }
         Ok(Err(lo))
+    }
+
+    /// The prefix length every key of the node shares, in bytes.
+    pub(crate) fn prefix_len(&self) -> usize {
+        self.prefix_len
+    }
+
+    /// Checks the search keys against the fences and entries (for `verify`): the prefix
+    /// length and head, then every entry's hint. Returns the first mismatch, described.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if a fence or entry cannot be read.
+    pub(crate) fn check_search_keys(&self) -> Result<Option<String>> {
+        let low = self.low_fence()?;
+        let p = common_prefix(&low, &self.high_fence()?);
+        let (_, head) = prefix_fields(low.as_deref().unwrap_or(&[]), p);
+        if p != self.prefix_len || head != self.prefix_head {
+            return Ok(Some(format!(
+                "prefix of {} bytes (head {:02x?}) stored, the fences share {p} (head {head:02x?})",
+                self.prefix_len, self.prefix_head
+            )));
+        }
+        for i in 0..self.entry_count() {
+            let (want, got) = (hint_of(&self.key(i)?, p), self.s.hint(FIRST_ENTRY + i)?);
+            if want != got {
+                return Ok(Some(format!(
+                    "entry {i} has hint {got:#010x}, its key {want:#010x}"
+                )));
+            }
+        }
+        Ok(None)
     }
 
     /// Entry `i`'s key.
@@ -414,17 +553,27 @@ impl NodeImage {
         if self.level > MAX_LEVEL {
             return Err(Error::corruption(pid, format!("node level {}", self.level)));
         }
-        let mut s = slotted::init(page, pid, page_type(self.level), SPECIAL_BYTES);
+        let mut s = slotted::init_hinted(page, pid, page_type(self.level), SPECIAL_BYTES);
         let mut sp = [0u8; SPECIAL_BYTES];
         sp[SP_LEVEL..SP_LEVEL + 2].copy_from_slice(&self.level.to_le_bytes());
         sp[SP_FLAGS..SP_FLAGS + 2].copy_from_slice(&0u16.to_le_bytes());
+        let prefix_len = common_prefix(&self.low, &self.high);
+        let (len, head) = prefix_fields(self.low.as_deref().unwrap_or(&[]), prefix_len);
+        sp[SP_PREFIX_LEN..SP_PREFIX_LEN + 2].copy_from_slice(&len);
+        sp[SP_PREFIX_HEAD..SP_PREFIX_HEAD + PREFIX_HEAD_BYTES].copy_from_slice(&head);
         sp[SP_RIGHT..SP_RIGHT + 8].copy_from_slice(&self.right.0.to_le_bytes());
         sp[SP_CHILD0..SP_CHILD0 + 8].copy_from_slice(&self.child0.0.to_le_bytes());
         sp[SP_TREE..SP_TREE + 8].copy_from_slice(&self.tree.0.to_le_bytes());
         s.write_special(0, &sp)?;
-        let records = [fence_record(&self.low), fence_record(&self.high)];
-        for r in records.iter().chain(self.entries.iter()) {
-            s.push(r)?
+        let fences = [fence_record(&self.low), fence_record(&self.high)];
+        let hinted = self
+            .entries
+            .iter()
+            .map(|e| Ok((e, hint_of(entry_key(pid, e)?, prefix_len))));
+        let fences = fences.iter().map(|f| Ok((f, 0)));
+        for r in fences.chain(hinted) {
+            let (rec, hint) = r?;
+            s.insert_hinted(s.slot_count(), rec, hint)?
                 .map_err(|no| Error::corruption(pid, format!("B-tree node image: {no}")))?;
         }
         Ok(())
@@ -434,7 +583,7 @@ impl NodeImage {
     pub(crate) fn used_bytes(&self) -> usize {
         let fences = fence_record(&self.low).len() + fence_record(&self.high).len();
         let entries: usize = self.entries.iter().map(Vec::len).sum();
-        fences + entries + SLOT_SIZE * (FIRST_ENTRY + self.entries.len())
+        fences + entries + NODE_SLOT_SIZE * (FIRST_ENTRY + self.entries.len())
     }
 
     /// Appends the encoding `[level u16][right u64][child0 u64][tree u64][low fence rec len
@@ -540,12 +689,14 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
     pub(crate) fn insert(&mut self, rec: &[u8]) -> Result<()> {
         let pid = self.page_id();
         let key = entry_key(pid, rec)?;
-        let pos = match self.view()?.search(key)? {
+        let view = self.view()?;
+        let pos = match view.search(key)? {
             Ok(_) => return Err(Error::corruption(pid, "insert of a key already present")),
             Err(p) => p,
         };
+        let hint = hint_of(key, view.prefix_len());
         self.s
-            .insert(FIRST_ENTRY + pos, rec)?
+            .insert_hinted(FIRST_ENTRY + pos, rec, hint)?
             .map_err(|no| Error::corruption(pid, format!("B-tree insert: {no}")))
     }
 
@@ -597,7 +748,7 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
                 self.s
                     .view()
                     .record_len(FIRST_ENTRY + i)
-                    .map(|l| l + SLOT_SIZE)
+                    .map(|l| l + NODE_SLOT_SIZE)
             })
             .sum::<Result<usize>>()?;
         if keep > n || self.s.view().free_space_total() + freed + old_high.len() < new_high.len() {
@@ -609,6 +760,33 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
         self.s
             .update(1, &new_high)?
             .map_err(|no| Error::corruption(pid, format!("high fence: {no}")))?;
-        self.s.write_special(SP_RIGHT, &right.0.to_le_bytes())
+        self.s.write_special(SP_RIGHT, &right.0.to_le_bytes())?;
+        self.refresh_prefix()
+    }
+
+    /// Recomputes the prefix from the fences and, if it changed, every entry's hint.
+    fn refresh_prefix(&mut self) -> Result<()> {
+        let (low, high, old, count) = {
+            let v = self.view()?;
+            (
+                v.low_fence()?,
+                v.high_fence()?,
+                v.prefix_len(),
+                v.entry_count(),
+            )
+        };
+        let prefix_len = common_prefix(&low, &high);
+        if prefix_len == old {
+            return Ok(());
+        }
+        let (len, head) = prefix_fields(low.as_deref().unwrap_or(&[]), prefix_len);
+        self.s.write_special(SP_PREFIX_LEN, &len)?;
+        self.s.write_special(SP_PREFIX_HEAD, &head)?;
+        for i in 0..count {
+            let key = self.view()?.key(i)?;
+            self.s
+                .set_hint(FIRST_ENTRY + i, hint_of(&key, prefix_len))?;
+        }
+        Ok(())
     }
 }

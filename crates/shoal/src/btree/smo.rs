@@ -1,12 +1,12 @@
 //! Structure modifications: node splits and root growth, each one system transaction whose
 //! records are undoable until its `Commit` (btree rules 3–5).
 
+use super::node::NODE_SLOT_SIZE;
 use super::node::{inner_entry, Node, NodeImage, MAX_LEVEL};
 use super::tree::{Attempt, BTree, Seek};
 use super::wal;
 use crate::buffer::ExclusiveGuard;
 use crate::error::Result;
-use crate::page::slotted::SLOT_SIZE;
 use crate::page::{PageRead, PageType};
 use crate::txn::{Transaction, TxnManager};
 use crate::types::PageId;
@@ -169,7 +169,7 @@ impl BTree {
                 return Ok(());
             }
             let plan = SplitPlan::choose(&n, self, key)?;
-            let sep_needed = inner_entry(&plan.sep, PageId(0)).len() + SLOT_SIZE;
+            let sep_needed = inner_entry(&plan.sep, PageId(0)).len() + NODE_SLOT_SIZE;
             if Node::open(p.bytes())?.free_bytes() < sep_needed {
                 drop((x, p));
                 self.make_room_with(txns, key, level + 1, sep_needed, spares)?;

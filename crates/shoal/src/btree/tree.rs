@@ -1,12 +1,12 @@
 //! The tree handle and its point operations: get, insert, upsert, update, delete (btree
 //! rules 1–6 in the module doc). Structure modifications are in `smo.rs`.
 
+use super::node::NODE_SLOT_SIZE;
 use super::node::{self, leaf_entry, Node, NodeImage, VALUE_INLINE};
 use super::overflow::OverflowRef;
 use super::wal;
 use crate::buffer::{BufferPool, ExclusiveGuard, OptimisticPage};
 use crate::error::{Error, Result};
-use crate::page::slotted::SLOT_SIZE;
 use crate::page::{AtomicBytes, PageType};
 use crate::space::SpaceManager;
 use crate::txn::{Transaction, TxnManager, UndoContext};
@@ -458,7 +458,7 @@ impl BTree {
                 let n = Node::open(x.bytes())?;
                 match n.search(key)? {
                     Ok(i) => (Some(n.entry(i)?), n.free_bytes() + n.entry_len(i)?),
-                    Err(_) => (None, n.free_bytes().saturating_sub(SLOT_SIZE)),
+                    Err(_) => (None, n.free_bytes().saturating_sub(NODE_SLOT_SIZE)),
                 }
             };
             match (&old, mode) {
@@ -473,7 +473,7 @@ impl BTree {
             }
             if entry.len() > room {
                 drop(x);
-                self.make_room(log.manager(), key, 0, entry.len() + SLOT_SIZE)?;
+                self.make_room(log.manager(), key, 0, entry.len() + NODE_SLOT_SIZE)?;
                 continue;
             }
             let root = self.root;

@@ -109,7 +109,12 @@ impl Walk<'_> {
             Err(e) => self.problem(pid, format!("allocation state unknown: {e}")),
         }
         let img = match self.read(pid) {
-            Ok(img) => img,
+            Ok((img, search_keys)) => {
+                if let Some(why) = search_keys {
+                    self.problem(pid, format!("search keys: {why}"));
+                }
+                img
+            }
             Err(e @ (Error::Corruption { .. } | Error::PageNotAllocated { .. })) => {
                 self.problem(pid, e);
                 return Ok(());
@@ -202,9 +207,11 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn read(&self, pid: PageId) -> Result<NodeImage> {
+    /// The node's image and the first problem of its search keys (prefix and hints).
+    fn read(&self, pid: PageId) -> Result<(NodeImage, Option<String>)> {
         let g = self.tree.pool.fix_shared(pid)?;
-        Node::open(g.bytes())?.image()
+        let n = Node::open(g.bytes())?;
+        Ok((n.image()?, n.check_search_keys()?))
     }
 
     fn check_entries(
