@@ -13,7 +13,10 @@ pub(crate) const NIL: u32 = u32::MAX;
 ///   or under its chain's bucket X latch (rule 2);
 /// * `next` changes only under the X latch of the bucket whose chain holds the frame;
 /// * `dirty` is set by the holder of the frame's X latch, cleared by a writer holding S or X;
-/// * `rec_lsn` is meaningful only while `dirty` is set (rule 5).
+/// * `rec_lsn` is meaningful only while `dirty` is set (rule 5);
+/// * `image_lsn` is the LSN of a full-page image of this page in the log after which every
+///   change of the page is logged, or 0 if none is known (a page read from disk or just
+///   created); written under the frame's X latch, reset when the frame takes a new page.
 #[repr(align(64))]
 pub(crate) struct Frame {
     pub(crate) latch: HybridLatch,
@@ -22,6 +25,7 @@ pub(crate) struct Frame {
     pub(crate) referenced: AtomicBool,
     pub(crate) dirty: AtomicBool,
     pub(crate) rec_lsn: AtomicU64,
+    pub(crate) image_lsn: AtomicU64,
 }
 
 const _: () = assert!(std::mem::size_of::<Frame>() == 64 || cfg!(loom));
@@ -35,6 +39,7 @@ impl Frame {
             referenced: AtomicBool::new(false),
             dirty: AtomicBool::new(false),
             rec_lsn: AtomicU64::new(0),
+            image_lsn: AtomicU64::new(0),
         }
     }
 

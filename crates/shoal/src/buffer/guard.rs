@@ -114,6 +114,30 @@ impl<'a> ExclusiveGuard<'a> {
         }
     }
 
+    /// Sets a dirty page's recovery LSN to the current end of the log, for a caller that
+    /// just marked a clean page dirty with a lower one ([`ExclusiveGuard::mark_dirty_since`])
+    /// and has changed nothing since: every change of the page is still on disk.
+    pub fn reset_rec_lsn(&mut self) {
+        let fr = &self.pool.frames[self.frame as usize];
+        fr.rec_lsn.store(self.pool.wal.current_lsn().0, Relaxed);
+    }
+
+    /// The LSN of a full-page image of this page after which every change of it is logged
+    /// ([`Lsn::ZERO`] if none is known: the page was read from disk or just created). The
+    /// transaction manager uses it to skip images (txn rule 3).
+    pub fn image_lsn(&self) -> Lsn {
+        Lsn(self.pool.frames[self.frame as usize]
+            .image_lsn
+            .load(Relaxed))
+    }
+
+    /// Records that the image at `lsn` was just logged from this page's current contents.
+    pub fn set_image_lsn(&mut self, lsn: Lsn) {
+        self.pool.frames[self.frame as usize]
+            .image_lsn
+            .store(lsn.0, Relaxed);
+    }
+
     /// True if the page has changes not yet written.
     pub fn is_dirty(&self) -> bool {
         self.pool.frames[self.frame as usize].dirty.load(Relaxed)

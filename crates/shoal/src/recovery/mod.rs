@@ -180,6 +180,7 @@ pub fn checkpoint(txns: &TxnManager) -> Result<CheckpointInfo> {
     let log = txns.log();
     let control = |kind, redo| LogRecord::control(kind, TxnId::NONE, Lsn::ZERO, redo);
     let begin = log.append(&control(RecordKind::CheckpointBegin, Vec::new()))?;
+    txns.publish_checkpoint_begin(begin);
     let redo_lsn = txns.pool().oldest_rec_lsn_now()?.min(begin);
     let start = redo_lsn.min(txns.oldest_first_lsn());
     let mut payload = Vec::with_capacity(24);

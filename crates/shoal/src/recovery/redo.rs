@@ -66,7 +66,8 @@ pub(crate) fn redo(txns: &TxnManager, a: &Analysis) -> Result<RedoCounts> {
         if !page.is_dirty() {
             // Read from disk and about to change: the torn-page rule applies in redo too.
             page.mark_dirty_since(lsn);
-            txns.append_image(&page, 0)?;
+            let image = txns.append_image(&page, 0)?;
+            page.set_image_lsn(image);
         }
         txns.resources()
             .redo(lsn, pid, &rec.redo, &mut page.page_mut())
@@ -112,5 +113,6 @@ fn install_image<'p>(
     let mut page = pool.fix_uninit(pid)?;
     view.write_to(&mut page.page_mut(), image_lsn);
     page.mark_dirty_since(image_lsn.min(now));
+    page.set_image_lsn(image_lsn); // redo logs nothing else: every later change follows it
     Ok(page)
 }

@@ -20,10 +20,20 @@
 //!    byte; if the append still fails after the page changed (the log failed meanwhile), the
 //!    buffer pool is failed too, so the unlogged change can never reach the disk.
 //! 3. **Torn-page rule** (full-page images, DESIGN.md §3.2): before a page that is clean in the
-//!    pool is changed, its current image is logged ([`image`]), after the page is marked
-//!    dirty (so its recovery LSN is at or below the image). Every page that a crash can find
-//!    torn was written while dirty, hence has an image at or after the redo LSN of any later
-//!    checkpoint, and redo installs that image instead of reading the torn copy.
+//!    pool is changed, it is marked dirty with a recovery LSN at or below an image of it in
+//!    the log after which all its changes are logged. That image is either logged now
+//!    ([`image`]), or, if the frame remembers one (`image_lsn`, forgotten on eviction) whose
+//!    LSN is at or after the begin LSN of the newest checkpoint, that one (the page's
+//!    recovery LSN becomes the image's LSN). Every page that a crash can find torn was
+//!    written while dirty, hence has an image at or after the redo LSN of any later
+//!    checkpoint, and redo installs that image instead of reading the torn copy. Reusing an
+//!    image is what PostgreSQL does with `full_page_writes` (one image per page per checkpoint
+//!    interval) instead of one per clean→dirty transition; the race with a checkpoint is a
+//!    Dekker pair: the transaction stores the dirty flag, fences, loads the checkpoint's
+//!    begin LSN; the checkpoint stores that LSN, fences, scans the dirty flags — at least one
+//!    sees the other, so either the image is logged anew or the checkpoint's redo LSN reaches
+//!    back to the reused image. Restart's redo keeps at most two checkpoint intervals of log
+//!    this way.
 //! 4. **Roles as types**: user transactions write `Update` records (redo + undo); system
 //!    transactions ([`TxnManager::begin_system`]) write redo-only `SystemRedo` records, or
 //!    `SystemUpdate` records with a page-oriented undo (the records of an ARIES nested top
@@ -75,6 +85,8 @@ pub struct TxnManager {
     resources: Resources,
     next_id: AtomicU64,
     table: TxnTable,
+    /// LSN of the `CheckpointBegin` of the newest checkpoint that has started (rule 3).
+    checkpoint_begin: AtomicU64,
 }
 
 impl TxnManager {
@@ -86,6 +98,7 @@ impl TxnManager {
             resources,
             next_id: AtomicU64::new(1),
             table: TxnTable::new(),
+            checkpoint_begin: AtomicU64::new(0),
         }
     }
 
@@ -207,13 +220,39 @@ impl TxnManager {
         }
     }
 
-    /// Rule 3: logs the image of `page` if it is clean (marking it dirty first).
+    /// Rule 3: marks a clean `page` dirty and logs its image, unless the frame knows an
+    /// image logged since the newest checkpoint began (then the page's recovery LSN becomes
+    /// that image's LSN, and nothing is logged).
     pub(crate) fn ensure_image(&self, page: &mut ExclusiveGuard<'_>) -> Result<()> {
         if page.is_dirty() {
             return Ok(());
         }
-        page.mark_dirty();
-        self.append_image(page, 0).map(|_| ())
+        let known = page.image_lsn();
+        if known == Lsn::ZERO {
+            page.mark_dirty();
+        } else {
+            page.mark_dirty_since(known);
+            // Dekker pair with `publish_checkpoint_begin`: either this load sees the new
+            // checkpoint's begin LSN (and the image is logged anew), or that checkpoint's
+            // scan sees this page dirty with recovery LSN `known` (so its redo LSN, and the
+            // log it keeps, reach back to the image).
+            std::sync::atomic::fence(SeqCst);
+            if known.0 >= self.checkpoint_begin.load(SeqCst) {
+                return Ok(());
+            }
+            // A fresh image after all: the recovery LSN need not reach back to the old one.
+            page.reset_rec_lsn();
+        }
+        let lsn = self.append_image(page, 0)?;
+        page.set_image_lsn(lsn);
+        Ok(())
+    }
+
+    /// Called by a checkpoint after appending its `CheckpointBegin` at `begin` and before
+    /// it scans the pool for recovery LSNs (rule 3's Dekker pair with `ensure_image`).
+    pub(crate) fn publish_checkpoint_begin(&self, begin: Lsn) {
+        self.checkpoint_begin.fetch_max(begin.0, SeqCst);
+        std::sync::atomic::fence(SeqCst);
     }
 
     /// Appends an image of `page` (flags as in [`image`]); returns its LSN.
@@ -435,6 +474,7 @@ impl<'m> Transaction<'m> {
         page.mark_dirty();
         let lsn = self.mgr.append_image(page, SELF_LSN)?;
         page.set_page_lsn(lsn);
+        page.set_image_lsn(lsn);
         Ok(lsn)
     }
 
