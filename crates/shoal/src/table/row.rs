@@ -20,7 +20,10 @@ const NO_TABLE: &str = "<row>";
 /// holds values named by column name or by position (positional values take the columns in
 /// order, named ones their column); [`TableDef::check_row`] resolves it against a table. A
 /// row read from a table ([`Row::decode`], [`Row::from_table`]) holds one value per column
-/// and shares the table's definition for its names (no copy per row).
+/// and shares the table's definition for its names (no copy per row). Sharing is an
+/// `Arc` clone, one atomic write to the definition's count per row: a hot read path that
+/// must write no shared memory (DESIGN.md principle 3) reads columns with
+/// [`RowView`](super::RowView) or [`decode_row`] instead.
 ///
 /// ```
 /// use shoal::row;
