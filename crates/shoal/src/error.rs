@@ -114,6 +114,84 @@ pub enum Error {
         key: String,
     },
 
+    /// A table operation named a table the catalog does not hold.
+    #[error("no table named `{name}`")]
+    NoSuchTable {
+        /// The name asked for.
+        name: String,
+    },
+
+    /// A name (in a row, a primary key, an index definition or a lookup) is not a column of
+    /// the table. `table` is `<row>` when the row was built by hand and has no table yet.
+    #[error("no column `{column}` in table `{table}`")]
+    NoSuchColumn {
+        /// The table searched.
+        table: String,
+        /// The column name (or `#i` for a column position) asked for.
+        column: String,
+    },
+
+    /// A table definition breaks a rule of `table::schema`: duplicate column or index names,
+    /// an empty or too long primary key or index, too many columns or indexes, a name that is
+    /// empty or too long, or a NOT NULL column added to an existing table.
+    #[error("invalid definition of table `{table}`: {reason}")]
+    InvalidSchema {
+        /// The table being defined.
+        table: String,
+        /// Which rule is broken.
+        reason: String,
+    },
+
+    /// NULL was given for (or a row left out) a column declared NOT NULL, primary-key
+    /// columns included.
+    #[error("column `{column}` of table `{table}` is NOT NULL but got NULL")]
+    NotNull {
+        /// The table.
+        table: String,
+        /// The NOT NULL column.
+        column: String,
+    },
+
+    /// A value's type does not fit its column (or a typed getter asked for a Rust type the
+    /// value does not convert to). `expected` is the column type (`DECIMAL(12,2)`) or Rust
+    /// type (`i64`); `got` names the value's type (`TEXT`, `NULL`, ...).
+    #[error("type mismatch for column `{column}`: expected {expected}, got {got}")]
+    TypeMismatch {
+        /// The column (or `#i` for a position).
+        column: String,
+        /// What the column or getter accepts.
+        expected: String,
+        /// What was given.
+        got: String,
+    },
+
+    /// A value is larger than its column allows: more characters than CHAR(n) / VARCHAR(n)
+    /// (trailing spaces beyond `n` excepted), more bytes than BYTES(n), more digits than a
+    /// DECIMAL(p,s) holds or more fractional digits than its scale. `unit` says which.
+    #[error("value too long for column `{column}`: {got} {unit}, at most {max}")]
+    ValueTooLong {
+        /// The column.
+        column: String,
+        /// The most the column holds, in `unit`.
+        max: u64,
+        /// The size of the value given, in `unit`.
+        got: u64,
+        /// `characters`, `bytes`, `digits` or `fractional digits`.
+        unit: &'static str,
+    },
+
+    /// Bytes that should be a stored record — a row, a table or index key, a table
+    /// definition — are not a valid encoding of one, at a level where no page is known (a
+    /// page-level check reports [`Error::Corruption`] instead). `what` names the record
+    /// (`row of table `t``), `reason` what is wrong.
+    #[error("{what} is corrupt: {reason}")]
+    CorruptRecord {
+        /// The record, with its table or index.
+        what: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A record does not fit in the page that must hold it (an access method without page
     /// splits, such as the log issue's test store).
     #[error("page {page_id} is full: {needed_bytes} bytes needed, {free_bytes} free")]

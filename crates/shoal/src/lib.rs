@@ -4,6 +4,8 @@
 //! or SQLite). It is built bottom-up from the components of `DESIGN.md` §2:
 //!
 //! ```text
+//!   table (schemas, typed values, rows, row and key codecs) ──► btree::key
+//!        │                 (the catalog and table operations will sit here, on btree)
 //!   engine (Engine: open = restart, close, checkpoint)
 //!        │
 //!   recovery (ARIES restart, checkpoints) ──► txn (transactions, logged page changes, images)
@@ -21,7 +23,9 @@
 //! `sync` and `stats` (and sees the log only through its `WalHook` trait); `space` uses
 //! `buffer`; `log` uses `io` and implements the pool's hook; `txn` uses `log` and `buffer`;
 //! `recovery` uses `txn`; `engine` wires them together and registers the resource managers
-//! of the access methods (`kvstore` now, the B-tree later), which sit on `txn`.
+//! of the access methods (`kvstore` now, the B-tree later), which sit on `txn`. `table`
+//! sits above `btree`: it uses `btree::key` (and the B-tree's value limit), [`error`] and
+//! nothing lower yet.
 
 //! The guiding principles (DESIGN.md §1, from the Shore-MT paper, Johnson et al., EDBT 2009):
 //! no global mutex on any per-operation path; hot spots removed even when read-mostly; never
@@ -41,6 +45,7 @@ pub mod recovery;
 pub mod space;
 pub mod stats;
 pub mod sync;
+pub mod table;
 pub mod txn;
 pub mod types;
 
