@@ -347,6 +347,14 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         })
     }
 
+    /// True if `key` begins with the node's prefix (so it may lie inside the fences).
+    ///
+    /// # Errors
+    /// As [`Node::search`].
+    pub(crate) fn has_prefix_of(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.cmp_prefix(key)? == Ordering::Equal)
+    }
+
     /// Binary search: `Ok(i)` if entry `i` has `key`, `Err(i)` if `key` belongs before entry
     /// `i` (`i` may be [`Node::entry_count`]). `key` may lie outside the node's fences.
     /// Compares slot hints first and reads an entry's record only on an equal hint (module
