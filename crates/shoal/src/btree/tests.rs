@@ -755,3 +755,51 @@ fn verify_reports_a_stale_hint() {
         r.problems
     );
 }
+
+/// Savepoints: a partial rollback undoes exactly the changes after the savepoint (inserts,
+/// deletes, updates, an overflow value's removal, whose chain must not be freed at commit),
+/// the transaction goes on, and rolling back to the same savepoint twice works.
+#[test]
+fn savepoint_rolls_back_part_of_a_transaction() {
+    let disk = FaultStorage::new(FaultConfig::new(13)).unwrap();
+    let e = open(&disk, 128);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let big = value(7, 20_000); // an overflow chain
+    let mut tx = e.begin();
+    for i in 0..300 {
+        t.insert(&mut tx, &key(i), &value(i, 40)).unwrap();
+    }
+    t.insert(&mut tx, &key(1000), &big).unwrap();
+    let sp = tx.savepoint();
+    for i in 300..600 {
+        t.insert(&mut tx, &key(i), &value(i, 40)).unwrap();
+    }
+    for i in 0..100 {
+        t.delete(&mut tx, &key(i)).unwrap();
+    }
+    t.update(&mut tx, &key(150), b"changed").unwrap();
+    t.delete(&mut tx, &key(1000)).unwrap();
+    tx.rollback_to(&sp).unwrap();
+    let mut want: BTreeMap<Vec<u8>, Vec<u8>> = (0..300).map(|i| (key(i), value(i, 40))).collect();
+    want.insert(key(1000), big.clone());
+    assert!(contents(&t) == want.clone().into_iter().collect::<Vec<_>>());
+    // Go on, then roll back to the same savepoint again.
+    t.insert(&mut tx, &key(700), b"x").unwrap();
+    tx.rollback_to(&sp).unwrap();
+    assert_eq!(t.get(&key(700)).unwrap(), None);
+    t.insert(&mut tx, &key(800), b"kept").unwrap();
+    tx.commit().unwrap();
+    want.insert(key(800), b"kept".to_vec());
+    assert!(contents(&t) == want.into_iter().collect::<Vec<_>>());
+    assert_eq!(t.get(&key(1000)).unwrap(), Some(big));
+    let r = assert_sound(&t);
+    assert_eq!(r.overflow_values, 1);
+    // A savepoint of another transaction is refused.
+    let mut other = e.begin();
+    assert!(matches!(
+        other.rollback_to(&sp),
+        Err(Error::InvalidArgument { .. })
+    ));
+    other.commit().unwrap();
+    e.close().unwrap();
+}

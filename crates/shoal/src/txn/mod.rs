@@ -383,6 +383,16 @@ pub struct Transaction<'m> {
     after_commit: Vec<AfterCommit<'m>>,
 }
 
+/// A point in a transaction to roll back to ([`Transaction::savepoint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Savepoint {
+    txn: TxnId,
+    /// The transaction's last record when the savepoint was taken ([`Lsn::ZERO`]: none).
+    lsn: Lsn,
+    /// After-commit actions registered by then.
+    after_commit: usize,
+}
+
 /// Work a transaction leaves for after its commit is durable.
 type AfterCommit<'m> = Box<dyn FnOnce() -> Result<()> + Send + 'm>;
 
@@ -518,6 +528,54 @@ impl<'m> Transaction<'m> {
     /// value the transaction deleted (a rollback would need them back).
     pub fn after_commit(&mut self, action: impl FnOnce() -> Result<()> + Send + 'm) {
         self.after_commit.push(Box::new(action));
+    }
+
+    /// Marks a savepoint: [`Transaction::rollback_to`] with it undoes every change made
+    /// after this call and keeps the ones before (ARIES savepoints, Mohan et al. §6.4: the
+    /// savepoint is the LSN of the transaction's last record).
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint {
+            txn: self.id,
+            lsn: self.entry.as_ref().map_or(Lsn::ZERO, |e| e.last()),
+            after_commit: self.after_commit.len(),
+        }
+    }
+
+    /// Partial rollback: undoes, newest first, every change made since `sp` was taken,
+    /// writing compensation records as a full rollback does, and drops the after-commit
+    /// actions registered since. The transaction stays active; `sp` stays usable (rolling
+    /// back to it again undoes what was done after this call). Locks taken since `sp` are
+    /// kept (strict two-phase locking: releasing them early could expose changes of this
+    /// transaction that a later rollback would have to take back again).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `sp` belongs to another transaction or the transaction
+    /// has ended; log and buffer-pool errors (the transaction should then be aborted).
+    pub fn rollback_to(&mut self, sp: &Savepoint) -> Result<()> {
+        if sp.txn != self.id || self.finished {
+            return Err(Error::invalid(
+                "savepoint",
+                format!(
+                    "savepoint of transaction {} used in transaction {}{}",
+                    sp.txn,
+                    self.id,
+                    if self.finished {
+                        ", which has ended"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        self.after_commit.truncate(sp.after_commit);
+        let Some(entry) = self.entry.clone() else {
+            return Ok(());
+        };
+        let mut next = entry.last();
+        while next > sp.lsn {
+            next = self.mgr.undo_step(&entry, next)?;
+        }
+        Ok(())
     }
 
     /// Gives up on the transaction without rolling it back, for a caller that holds latches
