@@ -10,7 +10,7 @@
 //! sees — and waits for — every weak holder.
 
 use super::name::FastKey;
-use super::shim::{AtomicBool, AtomicU32, Mutex};
+use super::shim::{fence, AtomicBool, AtomicU32, Mutex};
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::Ordering::SeqCst;
 
@@ -85,11 +85,14 @@ impl FastPath {
     /// Claims a free slot, trying `hint` first (a thread usually gets its last slot back).
     /// `None` if all slots are in use.
     pub(crate) fn claim(&self, hint: usize) -> Option<u32> {
+        // F3(b): the claim (a SeqCst store) and the fence come before any counter load.
         let try_claim = |i: usize| {
-            self.slots[i]
+            let won = self.slots[i]
                 .in_use
                 .compare_exchange(false, true, SeqCst, SeqCst)
-                .is_ok()
+                .is_ok();
+            fence(SeqCst);
+            won
         };
         let high = self.high_water.load(SeqCst) as usize;
         if hint < high && try_claim(hint) {
@@ -101,6 +104,7 @@ impl FastPath {
             match self.high_water.compare_exchange(h, h + 1, SeqCst, SeqCst) {
                 Ok(_) => {
                     self.slots[h as usize].in_use.store(true, SeqCst);
+                    fence(SeqCst);
                     return Some(h);
                 }
                 Err(now) => h = now,
@@ -204,6 +208,11 @@ impl FastPath {
     /// Registers a strong request for names hashing like `hash` (F2: before `transfer`).
     pub(crate) fn begin_strong(&self, hash: u64) {
         self.strong[partition(hash)].fetch_add(1, SeqCst);
+        // F3(b): the increment is ordered before the scan's loads of the high-water mark
+        // and `in_use`. SeqCst accesses alone suffice in the language model; the fence is
+        // what loom (which models SeqCst accesses as AcqRel) needs to see it, and costs
+        // nothing that matters on this cold path.
+        fence(SeqCst);
     }
 
     /// Withdraws a registration of `begin_strong`.

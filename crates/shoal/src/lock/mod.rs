@@ -92,8 +92,11 @@
 //!    (high-water mark, `in_use`) then loads the counter; the strong requester increments
 //!    the counter then loads (high-water mark, `in_use`). All these accesses are `SeqCst`,
 //!    so in their single total order one side sees the other's store: the scan includes the
-//!    slot, or the claimer reads a non-zero counter. (A `SeqCst` load is a plain load on
-//!    x86-64; the fast path pays nothing for it.) `loom_tests.rs` checks both cases.
+//!    slot, or the claimer reads a non-zero counter. Both sides also issue `fence(SeqCst)`
+//!    after their store (claim and strong registration are off the hot path), which is
+//!    what `loom` — it models `SeqCst` accesses as `AcqRel` — needs to verify the pair. (A
+//!    `SeqCst` load is a plain load on x86-64; the fast path pays nothing for it.)
+//!    `loom_tests.rs` checks (a), (b) and F4.
 //! 4. **F4** An entry leaves a slot only under the slot's latch, and whoever moves it puts
 //!    it in the lock table before releasing that latch; the owner releases and converts
 //!    under the same latch, so it finds its lock in its slot or in the table — never
