@@ -38,6 +38,14 @@ pub enum NameKind {
     Edge = 6,
 }
 
+impl NameKind {
+    /// Keys, nodes and edges carry bytes; the other kinds are fully named by their ids.
+    #[inline]
+    fn has_bytes(self) -> bool {
+        matches!(self, NameKind::Key | NameKind::Node | NameKind::Edge)
+    }
+}
+
 /// taDOM navigation edges (seed 002 §3.4.2, Figure 9).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(u8)]
@@ -293,7 +301,7 @@ impl PartialEq for LockName {
             && self.db == o.db
             && self.container == o.container
             && self.kind == o.kind
-            && self.bytes.as_slice() == o.bytes.as_slice()
+            && (!self.kind.has_bytes() || self.bytes.as_slice() == o.bytes.as_slice())
     }
 }
 

@@ -186,7 +186,7 @@ impl LockOwner {
         }
         match self.map.get(name).copied() {
             Some(h) if m.sup_raw(h.mode, r) == h.mode => {
-                self.record(name, h, r, duration);
+                self.record(name, h, r, duration, false);
                 Ok(LockStatus::Granted)
             }
             Some(h) => self.convert(name, h, r, duration, wait),
@@ -209,19 +209,23 @@ impl LockOwner {
 
     /// Stores `h` (now holding at least `r`) with `r` noted for `duration`; counts a new
     /// long row lock and tries escalation when the count passes the threshold (E1).
-    fn record(&mut self, name: &LockName, mut h: Held, r: u8, duration: LockDuration) {
+    /// `new`: the owner had no entry for `name`.
+    #[inline]
+    fn record(&mut self, name: &LockName, mut h: Held, r: u8, duration: LockDuration, new: bool) {
         let new_long_row = duration == LockDuration::Long && h.long == NONE && name.is_row_level();
         match duration {
             LockDuration::Instant => {}
             LockDuration::Long => h.long = join_within(&self.sh, h.long, r, h.mode),
             LockDuration::Short => h.short = join_within(&self.sh, h.short, r, h.mode),
         }
-        if let Some(slot) = self.map.get_mut(name) {
-            *slot = h;
-        } else {
+        if new {
             self.map.insert(name.clone(), h);
+        } else if let Some(slot) = self.map.get_mut(name) {
+            *slot = h;
         }
-        refresh_cover(&self.sh, &mut self.tables, name, Some(&h));
+        if name.kind() == NameKind::Table {
+            refresh_cover(&self.sh, &mut self.tables, name, Some(&h));
+        }
         if new_long_row && self.sh.options.escalation_threshold > 0 {
             let threshold = self.sh.options.escalation_threshold;
             let t = table_entry(&mut self.tables, name.db(), name.container(), threshold);
@@ -271,7 +275,7 @@ impl LockOwner {
                     fast: true,
                     strong: false,
                 };
-                self.record(name, h, r, duration);
+                self.record(name, h, r, duration, true);
                 return Ok(LockStatus::Granted);
             }
         }
@@ -308,7 +312,7 @@ impl LockOwner {
                     fast: false,
                     strong,
                 };
-                self.record(name, h, r, duration);
+                self.record(name, h, r, duration, true);
                 Ok(LockStatus::Granted)
             }
             other => {
@@ -345,7 +349,7 @@ impl LockOwner {
                     return Ok(LockStatus::Granted);
                 }
                 h.mode = t;
-                self.record(name, h, r, duration);
+                self.record(name, h, r, duration, false);
                 return Ok(LockStatus::Granted);
             }
             if sh.modes.is_weak(LockMode(t)) {
@@ -389,7 +393,7 @@ impl LockOwner {
             Ok(true) => {
                 h.mode = t;
                 h.strong |= new_strong;
-                self.record(name, h, r, duration);
+                self.record(name, h, r, duration, false);
                 Ok(LockStatus::Granted)
             }
             other => {

@@ -2,11 +2,14 @@
 //! latch (module doc, rules T1–T6).
 //!
 //! ```text
-//!   bucket (latch) ─ hashes: [h0 h1 h2]           active heads, scanned by hash
-//!                  └ heads:  [H0 H1 H2 | spare..]  spare heads keep their queue's capacity
+//!   bucket (latch, its own cache lines) ─ first head (inline) ─ more heads: [H1 H2 | spare..]
 //!   head: name, group (supremum of granted modes), waiting count,
-//!         queue: [Request{owner, granted, wanted}] in arrival order
+//!         queue: [Request{owner, granted, wanted}] in arrival order, 3 inline, more spilled
 //! ```
+//!
+//! Everything a request on a name with at most one other active name in its bucket touches
+//! is in the bucket's own padded lines: no pointer to follow, no heap block shared (by the
+//! allocator's packing) with another bucket's data that another core writes.
 
 use super::mode::{ModeTable, NONE};
 use super::name::LockName;
@@ -24,8 +27,93 @@ struct Request {
 }
 
 impl Request {
+    const EMPTY: Request = Request {
+        owner: u32::MAX,
+        granted: NONE,
+        wanted: NONE,
+    };
+
     fn is_converter(&self) -> bool {
         self.granted != NONE && self.wanted != NONE
+    }
+}
+
+/// Requests stored inline in the head.
+const INLINE_REQUESTS: usize = 3;
+
+/// A head's queue in arrival order: the first [`INLINE_REQUESTS`] inline, the rest in
+/// `spill` (whose capacity is kept when the head is recycled: T6).
+struct Queue {
+    len: usize,
+    inline: [Request; INLINE_REQUESTS],
+    spill: Vec<Request>,
+}
+
+impl Queue {
+    const fn new() -> Queue {
+        Queue {
+            len: 0,
+            inline: [Request::EMPTY; INLINE_REQUESTS],
+            spill: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Request {
+        if i < INLINE_REQUESTS {
+            self.inline[i]
+        } else {
+            self.spill[i - INLINE_REQUESTS]
+        }
+    }
+
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut Request {
+        if i < INLINE_REQUESTS {
+            &mut self.inline[i]
+        } else {
+            &mut self.spill[i - INLINE_REQUESTS]
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Request> + '_ {
+        (0..self.len).map(|i| self.get(i))
+    }
+
+    #[inline]
+    fn push(&mut self, r: Request) {
+        if self.len < INLINE_REQUESTS {
+            self.inline[self.len] = r;
+        } else {
+            self.spill.push(r);
+        }
+        self.len += 1;
+    }
+
+    /// Removes request `i`, keeping the order of the others.
+    fn remove(&mut self, i: usize) -> Request {
+        let r = self.get(i);
+        for j in i..self.len - 1 {
+            *self.get_mut(j) = self.get(j + 1);
+        }
+        if self.len > INLINE_REQUESTS {
+            self.spill.pop();
+        }
+        self.len -= 1;
+        r
+    }
+
+    #[inline]
+    fn position(&self, owner: u32) -> Option<usize> {
+        (0..self.len).find(|&i| self.get(i).owner == owner)
     }
 }
 
@@ -35,15 +123,36 @@ struct Head {
     group: u8,
     /// Requests with `wanted != NONE`.
     waiting: u32,
-    requests: Vec<Request>,
+    requests: Queue,
 }
 
-#[derive(Default)]
+impl Head {
+    fn new(name: LockName) -> Head {
+        Head {
+            name,
+            group: NONE,
+            waiting: 0,
+            requests: Queue::new(),
+        }
+    }
+}
+
+/// A bucket's heads: `head(0)` is `first`, `head(i)` is `more[i - 1]`; the first `active`
+/// are in use, the rest of `more` are spares (T6).
 struct Bucket {
-    /// Hashes of the active heads: `hashes[i]` belongs to `heads[i]`.
-    hashes: Vec<u64>,
-    /// Active heads first, then spare ones (T6).
-    heads: Vec<Head>,
+    active: usize,
+    first: Head,
+    more: Vec<Head>,
+}
+
+impl Default for Bucket {
+    fn default() -> Bucket {
+        Bucket {
+            active: 0,
+            first: Head::new(LockName::database(0)),
+            more: Vec::new(),
+        }
+    }
 }
 
 /// What a request got.
@@ -93,28 +202,40 @@ pub(crate) struct LockTable {
 
 impl Bucket {
     #[inline]
+    fn head(&self, i: usize) -> &Head {
+        if i == 0 {
+            &self.first
+        } else {
+            &self.more[i - 1]
+        }
+    }
+
+    #[inline]
+    fn head_mut(&mut self, i: usize) -> &mut Head {
+        if i == 0 {
+            &mut self.first
+        } else {
+            &mut self.more[i - 1]
+        }
+    }
+
+    #[inline]
     fn find(&self, name: &LockName) -> Option<usize> {
         let h = name.hash64();
-        self.hashes
-            .iter()
-            .enumerate()
-            .find(|&(i, &x)| x == h && self.heads[i].name == *name)
-            .map(|(i, _)| i)
+        (0..self.active).find(|&i| {
+            let head = self.head(i);
+            head.name.hash64() == h && head.name == *name
+        })
     }
 
     /// Activates a head for `name` (a spare one if there is one: T6).
     fn insert(&mut self, name: &LockName) -> usize {
-        let i = self.hashes.len();
-        self.hashes.push(name.hash64());
-        if i == self.heads.len() {
-            self.heads.push(Head {
-                name: name.clone(),
-                group: NONE,
-                waiting: 0,
-                requests: Vec::with_capacity(4),
-            });
+        let i = self.active;
+        self.active += 1;
+        if i > self.more.len() {
+            self.more.push(Head::new(name.clone()));
         } else {
-            let h = &mut self.heads[i];
+            let h = self.head_mut(i);
             h.name.clone_from(name);
             h.group = NONE;
             h.waiting = 0;
@@ -125,16 +246,23 @@ impl Bucket {
 
     /// Makes head `i` (empty) a spare.
     fn remove(&mut self, i: usize) {
-        debug_assert!(self.heads[i].requests.is_empty());
-        let last = self.hashes.len() - 1;
-        self.hashes.swap_remove(i);
-        self.heads.swap(i, last);
+        debug_assert!(self.head(i).requests.is_empty());
+        let last = self.active - 1;
+        if i != last {
+            if i == 0 {
+                std::mem::swap(&mut self.first, &mut self.more[last - 1]);
+            } else {
+                self.more.swap(i - 1, last - 1);
+            }
+        }
+        self.active = last;
     }
 }
 
 impl Head {
+    #[inline]
     fn position(&self, owner: u32) -> Option<usize> {
-        self.requests.iter().position(|r| r.owner == owner)
+        self.requests.position(owner)
     }
 
     fn recompute_group(&mut self, m: &ModeTable) {
@@ -174,12 +302,12 @@ impl Head {
         }
         for pass_converters in [true, false] {
             for p in 0..self.requests.len() {
-                let r = self.requests[p];
+                let r = self.requests.get(p);
                 if r.wanted == NONE || r.is_converter() != pass_converters {
                     continue;
                 }
                 if self.grantable(m, p, r.wanted, pass_converters) {
-                    let req = &mut self.requests[p];
+                    let req = self.requests.get_mut(p);
                     req.granted = req.wanted;
                     req.wanted = NONE;
                     self.waiting -= 1;
@@ -239,7 +367,7 @@ impl LockTable {
                 // T2: nobody else has a request here; a missing own request (held != NONE)
                 // cannot happen, but granting `target` is right either way.
                 let i = bk.insert(name);
-                let h = &mut bk.heads[i];
+                let h = &mut bk.head_mut(i);
                 h.requests.push(Request {
                     owner,
                     granted: target,
@@ -249,7 +377,7 @@ impl LockTable {
                 return Outcome::Granted;
             }
         };
-        let h = &mut bk.heads[i];
+        let h = &mut bk.head_mut(i);
         let mine = if held == NONE {
             None
         } else {
@@ -287,14 +415,14 @@ impl LockTable {
             }
             Some(p) => {
                 if h.grantable(m, p, target, true) {
-                    h.requests[p].granted = target;
+                    h.requests.get_mut(p).granted = target;
                     h.group = m.sup_raw(h.group, target);
                     return Outcome::Granted;
                 }
                 if !wait {
                     return Outcome::WouldBlock;
                 }
-                h.requests[p].wanted = target;
+                h.requests.get_mut(p).wanted = target;
                 h.waiting += 1;
                 Outcome::Enqueued(owners.begin_wait(owner, name, target, b))
             }
@@ -311,7 +439,7 @@ impl LockTable {
     ) -> bool {
         let mut bk = self.buckets[self.bucket_of(name)].lock();
         let Some(i) = bk.find(name) else { return false };
-        let h = &mut bk.heads[i];
+        let h = &mut bk.head_mut(i);
         let Some(p) = h.position(owner) else {
             return false;
         };
@@ -340,11 +468,11 @@ impl LockTable {
     ) -> bool {
         let mut bk = self.buckets[self.bucket_of(name)].lock();
         let Some(i) = bk.find(name) else { return false };
-        let h = &mut bk.heads[i];
+        let h = &mut bk.head_mut(i);
         let Some(p) = h.position(owner) else {
             return false;
         };
-        h.requests[p].granted = to;
+        h.requests.get_mut(p).granted = to;
         h.recompute_group(self.modes);
         h.grant_waiters(self.modes, owners, wake);
         true
@@ -366,15 +494,15 @@ impl LockTable {
         }
         owners.cancel(owner, epoch);
         let Some(i) = bk.find(name) else { return false };
-        let h = &mut bk.heads[i];
+        let h = &mut bk.head_mut(i);
         let Some(p) = h.position(owner) else {
             return false;
         };
-        if h.requests[p].wanted != NONE {
+        if h.requests.get(p).wanted != NONE {
             h.waiting -= 1;
         }
-        if h.requests[p].granted != NONE {
-            h.requests[p].wanted = NONE;
+        if h.requests.get(p).granted != NONE {
+            h.requests.get_mut(p).wanted = NONE;
         } else {
             h.requests.remove(p);
         }
@@ -395,7 +523,7 @@ impl LockTable {
             Some(i) => i,
             None => bk.insert(name),
         };
-        let h = &mut bk.heads[i];
+        let h = &mut bk.head_mut(i);
         debug_assert!(h.position(owner).is_none());
         h.requests.push(Request {
             owner,
@@ -426,11 +554,11 @@ impl LockTable {
             return false;
         }
         let Some(i) = bk.find(name) else { return false };
-        let h = &bk.heads[i];
+        let h = bk.head(i);
         let Some(p) = h.position(owner) else {
             return false;
         };
-        let me = h.requests[p];
+        let me = h.requests.get(p);
         for (j, r) in h.requests.iter().enumerate() {
             if j == p {
                 continue;
@@ -449,6 +577,6 @@ impl LockTable {
 
     /// Number of active heads (tests: everything released means zero).
     pub(crate) fn active_heads(&self) -> usize {
-        self.buckets.iter().map(|b| b.lock().hashes.len()).sum()
+        self.buckets.iter().map(|b| b.lock().active).sum()
     }
 }
