@@ -200,6 +200,17 @@ struct Worker {
     txn: u64,
 }
 
+impl Worker {
+    /// Next row, wrapping at `rows` (a compare, not a division: the operation is ~100 ns).
+    #[inline]
+    fn advance(&mut self, rows: u64) {
+        self.next += 1;
+        if self.next == rows {
+            self.next = 0;
+        }
+    }
+}
+
 thread_local! {
     static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
 }
@@ -229,8 +240,8 @@ impl LockState {
         let long = LockDuration::Long;
         match self.variant {
             Variant::DistinctRows => {
-                let name = LockName::row(DB, TABLE, w.base + w.next % self.rows_per_thread);
-                w.next += 1;
+                let name = LockName::row(DB, TABLE, w.base + w.next);
+                w.advance(self.rows_per_thread);
                 let s = w.owner.lock(&name, x, long, Wait::Yes)?;
                 check(s == shoal::lock::LockStatus::Granted, || {
                     format!("{name}: {s:?}")
@@ -240,8 +251,8 @@ impl LockState {
             Variant::HotTable => {
                 w.owner.lock(&self.table, mgl::IX, long, Wait::Yes)?;
                 for _ in 0..ROWS_PER_TXN {
-                    let name = LockName::row(DB, TABLE, w.base + w.next % self.rows_per_thread);
-                    w.next += 1;
+                    let name = LockName::row(DB, TABLE, w.base + w.next);
+                    w.advance(self.rows_per_thread);
                     w.owner.lock(&name, x, long, Wait::Yes)?;
                 }
                 let held = w.owner.lock_count();

@@ -235,6 +235,7 @@ impl Shared {
     /// Asks the lock table for `target` on `name` (the owner holds `held` there, `NONE` for
     /// a new request), waiting if told to. `Ok(true)`: granted; `Ok(false)`: would block.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn table_request(
         &self,
         owner: u32,

@@ -54,7 +54,7 @@
 //!    conversions first, then new requests in arrival order, each granted if T4 allows.
 //! 6. **T6 No allocation per request.** Requests are 8-byte values in their head's queue;
 //!    heads are recycled within their bucket (a released head becomes a spare that keeps
-//!    its queue's capacity); names up to 30 key bytes are stored inline.
+//!    its queue's capacity); names with up to 24 key bytes are stored inline.
 //!
 //! ## Owner rules
 //! 1. **O1 Local first.** An owner keeps its locks in a local hash map keyed by name (the

@@ -113,7 +113,14 @@ impl Queue {
 
     #[inline]
     fn position(&self, owner: u32) -> Option<usize> {
-        (0..self.len).find(|&i| self.get(i).owner == owner)
+        let mut i = 0;
+        while i < self.len {
+            if self.get(i).owner == owner {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
     }
 }
 
@@ -183,7 +190,11 @@ impl Wakeups {
     }
 
     /// Wakes everyone collected and empties the list.
+    #[inline]
     pub(crate) fn wake(&mut self, owners: &Owners) {
+        if self.len == 0 {
+            return;
+        }
         for &o in &self.first[..self.len] {
             owners.notify(o);
         }
@@ -221,11 +232,22 @@ impl Bucket {
 
     #[inline]
     fn find(&self, name: &LockName) -> Option<usize> {
+        if self.active == 0 {
+            return None;
+        }
         let h = name.hash64();
-        (0..self.active).find(|&i| {
-            let head = self.head(i);
-            head.name.hash64() == h && head.name == *name
-        })
+        if self.first.name.hash64() == h && self.first.name == *name {
+            return Some(0);
+        }
+        let more = &self.more[..self.active - 1];
+        let mut i = 0;
+        while i < more.len() {
+            if more[i].name.hash64() == h && more[i].name == *name {
+                return Some(i + 1);
+            }
+            i += 1;
+        }
+        None
     }
 
     /// Activates a head for `name` (a spare one if there is one: T6).
