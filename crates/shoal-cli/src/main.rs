@@ -1,8 +1,8 @@
 //! # `shoal`: the command-line program
 //!
 //! One binary with subcommands (DESIGN.md §6). Today: `shoal bench buffer`,
-//! `shoal bench log` and `shoal bench btree`, the buffer-pool, write-ahead-log and B+-tree
-//! micro-benchmarks, and `shoal bench recovery`, the time restart takes to replay a log
+//! `shoal bench log`, `shoal bench btree` and `shoal bench lock`, the buffer-pool,
+//! write-ahead-log, B+-tree and lock-manager micro-benchmarks, and `shoal bench recovery`, the time restart takes to replay a log
 //! after a crash. `inspect`,
 //! `verify` and `stats` come with the components they need.
 //!
@@ -16,6 +16,7 @@ use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use shoal_bench::micro::btree::{self, BtreeBench, BtreeConfig};
 use shoal_bench::micro::buffer::{self, BufferBench, BufferConfig};
+use shoal_bench::micro::lock::{self as lockbench, LockBench, LockConfig};
 use shoal_bench::micro::log::{self as logbench, LogBench, LogConfig};
 use shoal_bench::micro::recovery::{self, RecoveryBench, RecoveryConfig};
 use shoal_bench::output::{Output, OutputOptions};
@@ -64,6 +65,9 @@ enum Benchmark {
     /// three-level tree whose root is the hot spot), sequential and random inserts, and
     /// range scans.
     Btree(BtreeArgs),
+    /// Lock-manager micro-benchmark: X lock + release pairs on distinct rows, and
+    /// transactions taking IX on one shared table plus row X locks (the hot intention lock).
+    Lock(LockArgs),
 }
 
 /// Settings every benchmark takes.
@@ -104,7 +108,8 @@ struct CommonArgs {
 
     /// Time one operation in N for the latency percentiles; 1 = every operation, which
     /// costs about 54 ns per operation [default: the benchmark's own; buffer: 64; log:
-    /// commit-full 1, the other variants 64; btree: scan 1, the other variants 64].
+    /// commit-full 1, the other variants 64; btree: scan 1, the other variants 64; lock:
+    /// distinct-rows 64, hot-table 8].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     latency_sample_every: Option<u32>,
 
@@ -316,6 +321,25 @@ struct BtreeArgs {
     db_dir: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+struct LockArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+
+    /// Variants to run, comma-separated (default: all, in the order listed).
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = PossibleValuesParser::new(lockbench::VARIANTS))]
+    variant: Vec<String>,
+
+    /// Buckets of the lock table: a power of two.
+    #[arg(long, value_name = "N", default_value_t = LockConfig::default().partitions)]
+    partitions: usize,
+
+    /// Rows each worker cycles through (10 to 2^32).
+    #[arg(long, value_name = "N", default_value_t = lockbench::ROWS_PER_THREAD_DEFAULT)]
+    rows_per_thread: u64,
+}
+
 /// Parses `--page-size`: bytes, checked by the engine's own rule.
 fn parse_page_size(s: &str) -> Result<usize, String> {
     let n: usize = s
@@ -454,6 +478,29 @@ fn run_btree(args: &BtreeArgs) -> shoal_bench::Result<()> {
     Ok(())
 }
 
+/// Runs the lock benchmark one variant at a time, each with its own latency sampling unless
+/// `--latency-sample-every` was given.
+fn run_lock(args: &LockArgs) -> shoal_bench::Result<()> {
+    let common = &args.common;
+    let bench = LockBench::new(LockConfig {
+        partitions: args.partitions,
+        rows_per_thread: args.rows_per_thread,
+    })?;
+    let plan = planned(
+        common,
+        &bench,
+        &args.variant,
+        lockbench::THREADS_DEFAULT,
+        lockbench::plan,
+    )?;
+    let mut output = Output::new(common.output_options())?;
+    for (variant, run) in &plan {
+        run_micro(&bench, &[variant.to_string()], run, &mut output)?;
+    }
+    output.finish()?;
+    Ok(())
+}
+
 /// Runs the recovery benchmark: one generated log, one timed restart.
 fn run_recovery(args: &RecoveryArgs) -> shoal_bench::Result<()> {
     let bench = RecoveryBench::new(RecoveryConfig {
@@ -487,6 +534,7 @@ fn main() -> ExitCode {
             Some(Benchmark::Log(args)) => run_log(args),
             Some(Benchmark::Recovery(args)) => run_recovery(args),
             Some(Benchmark::Btree(args)) => run_btree(args),
+            Some(Benchmark::Lock(args)) => run_lock(args),
             None => missing_benchmark(),
         },
     };
@@ -700,6 +748,42 @@ mod tests {
             let e = Cli::try_parse_from(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");
         }
+    }
+
+    #[test]
+    fn lock_defaults_and_flags() {
+        let cli = Cli::try_parse_from(["shoal", "bench", "lock"]).unwrap();
+        let Command::Bench(b) = cli.command;
+        let Some(Benchmark::Lock(a)) = b.bench else {
+            panic!("lock expected")
+        };
+        assert!(a.variant.is_empty());
+        assert_eq!(a.common.threads, None);
+        assert_eq!((a.partitions, a.rows_per_thread), (4096, 1024));
+
+        let cli = Cli::try_parse_from([
+            "shoal",
+            "bench",
+            "lock",
+            "--variant",
+            "hot-table",
+            "--threads",
+            "1,2,32",
+            "--partitions",
+            "1024",
+        ])
+        .unwrap();
+        let Command::Bench(b) = cli.command;
+        let Some(Benchmark::Lock(a)) = b.bench else {
+            panic!("lock expected")
+        };
+        assert_eq!(a.variant, ["hot-table"]);
+        assert_eq!(a.common.threads.as_ref().unwrap().0, vec![1, 2, 32]);
+        assert_eq!(a.partitions, 1024);
+        let e = Cli::try_parse_from(["shoal", "bench", "lock", "--variant", "rows"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--variant"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! assertions. [`Error::is_retryable`] tells a caller whether repeating the operation may
 //! succeed.
 
-use crate::types::{Lsn, PageId};
+use crate::types::{Lsn, PageId, TxnId};
 
 /// Result alias used throughout Shoal.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -204,6 +204,36 @@ pub enum Error {
         free_bytes: usize,
     },
 
+    /// The transaction was chosen as the victim of a deadlock: its lock request closed a
+    /// cycle in the waits-for graph (lock manager, `lock` rule D1). The request was withdrawn;
+    /// the locks the transaction already holds are kept until it rolls back. Retryable: roll
+    /// back and run the transaction again.
+    #[error("deadlock: {victim} is the victim; cycle: {detail}")]
+    Deadlock {
+        /// The transaction whose request closed the cycle (the one that gets this error).
+        victim: TxnId,
+        /// The transactions of the cycle in waits-for order, starting with the victim: each
+        /// waits for the next, and the last waits for the victim.
+        cycle: Vec<TxnId>,
+        /// The cycle printed: for each transaction, the lock name and mode it waits for.
+        detail: String,
+    },
+
+    /// A lock request waited longer than the lock wait timeout (`LockOptions::timeout`,
+    /// default 60,000 ms like Derby's `derby.locks.waitTimeout`) and was withdrawn. The
+    /// transaction keeps the locks it already holds. Retryable: roll back and try again.
+    #[error("lock wait timeout: {txn} waited {waited_ms} ms for {mode} on {lock}")]
+    LockTimeout {
+        /// The transaction that waited.
+        txn: TxnId,
+        /// The lock name, printed.
+        lock: String,
+        /// The mode it asked for (after conversion: the mode it would have held).
+        mode: &'static str,
+        /// How long it waited, in milliseconds.
+        waited_ms: u64,
+    },
+
     /// A page id outside the allocated part of the file, or a page that is not allocated.
     #[error("page {page_id} is not allocated: {reason}")]
     PageNotAllocated {
@@ -215,10 +245,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// True if repeating the operation later may succeed without any other change
-    /// (currently only [`Error::PoolExhausted`]).
+    /// True if repeating the operation (for a lock error: the whole transaction, after
+    /// rolling it back) may succeed without any other change: [`Error::PoolExhausted`],
+    /// [`Error::Deadlock`] and [`Error::LockTimeout`].
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::PoolExhausted { .. })
+        matches!(
+            self,
+            Error::PoolExhausted { .. } | Error::Deadlock { .. } | Error::LockTimeout { .. }
+        )
     }
 
     /// Builds an [`Error::Io`] or, for `ENOSPC`, an [`Error::NoSpace`].

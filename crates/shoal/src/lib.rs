@@ -16,12 +16,16 @@
 //!        ▼
 //!   storage I/O (io): data files, log segments, fault injection
 //!   synchronisation (sync): hybrid latches          statistics (stats)
+//!
+//!   lock manager (lock): modes as data (MGL, taDOM), partitioned lock table, fast-path
+//!   intention locks, deadlock detection, escalation — beside the stack, used by txn
 //! ```
 //!
 //! Lower layers never import higher ones: `sync` and `io` import nothing of Shoal but
 //! [`error`] and [`types`]; `page` uses `sync`-free byte access; `buffer` uses `io`, `page`,
 //! `sync` and `stats` (and sees the log only through its `WalHook` trait); `space` uses
 //! `buffer`; `log` uses `io` and implements the pool's hook; `txn` uses `log` and `buffer`;
+//! `lock` imports only [`error`], [`types`] and [`stats`];
 //! `recovery` uses `txn`; `engine` wires them together and registers the resource managers
 //! of the access methods (`kvstore` now, the B-tree later), which sit on `txn`. `table`
 //! sits above `btree`: it uses `btree::key` (and the B-tree's value limit), [`error`] and
@@ -38,6 +42,7 @@ pub mod engine;
 pub mod error;
 pub mod io;
 pub mod kvstore;
+pub mod lock;
 pub mod log;
 pub mod options;
 pub mod page;

@@ -1,0 +1,319 @@
+//! The lock manager: options, the shared state every owner points to, and the request path
+//! through the lock table (queueing, deadlock search, parking, timeout).
+
+use super::deadlock::{Detector, Graph, Verdict};
+use super::fastpath::FastPath;
+use super::mode::{LockMode, ModeTable};
+use super::name::LockName;
+use super::owner::LockOwner;
+use super::table::{LockTable, Outcome, Wakeups};
+use super::waits::Owners;
+use crate::error::{Error, Result};
+use crate::stats::StripedCounter;
+use crate::types::TxnId;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Lock manager settings. [`LockOptions::validate`] checks them.
+#[derive(Clone, Debug)]
+pub struct LockOptions {
+    /// Buckets of the lock table, each with its own latch: a power of two from 1 to 2^24.
+    /// Default 4096.
+    pub partitions: usize,
+    /// Longest a request waits before it fails with [`Error::LockTimeout`]. Default
+    /// 60,000 ms (Derby's `derby.locks.waitTimeout`). Zero: fail at once instead of waiting
+    /// (after the deadlock search).
+    pub timeout: Duration,
+    /// Long row locks of one table a transaction may hold before it tries to escalate to a
+    /// table lock (module doc, rule E1). Default 5,000 (Derby). Zero disables escalation.
+    pub escalation_threshold: usize,
+    /// Most [`LockOwner`]s (transactions) alive at once, from 1 to 2^20. Default 1024.
+    pub max_owners: usize,
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        LockOptions {
+            partitions: 4096,
+            timeout: Duration::from_millis(60_000),
+            escalation_threshold: 5_000,
+            max_owners: 1024,
+        }
+    }
+}
+
+impl LockOptions {
+    /// Checks every field's range.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        if !self.partitions.is_power_of_two() || self.partitions > 1 << 24 {
+            return Err(Error::invalid(
+                "partitions",
+                format!("{} is not a power of two from 1 to 2^24", self.partitions),
+            ));
+        }
+        if self.max_owners == 0 || self.max_owners > 1 << 20 {
+            return Err(Error::invalid(
+                "max_owners",
+                format!("{} is not from 1 to 2^20", self.max_owners),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How long a lock is held.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LockDuration {
+    /// Granted and released at once: the caller only needs to know that nobody holds a
+    /// conflicting lock at this moment (e.g. an insert checking a key-range lock).
+    Instant,
+    /// Released by [`LockOwner::release_short`] (end of statement; READ COMMITTED read
+    /// locks) or by [`LockOwner::release_all`].
+    Short,
+    /// Released by [`LockOwner::release_all`] at commit or rollback (strict 2PL).
+    Long,
+}
+
+/// Whether a request that cannot be granted at once waits.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Wait {
+    /// Wait (up to the timeout; deadlock search first).
+    Yes,
+    /// Do not wait and do not queue: answer [`LockStatus::WouldBlock`]. The form to use
+    /// under a latch (DESIGN.md principle 5).
+    No,
+}
+
+/// The answer to a lock request that did not fail.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LockStatus {
+    /// The lock is held (or was, for [`LockDuration::Instant`]).
+    Granted,
+    /// [`Wait::No`] and the request conflicts: nothing was queued or changed.
+    WouldBlock,
+}
+
+/// A snapshot of the lock manager's counters (slow-path events only; since creation).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockStats {
+    /// Requests that had to wait.
+    pub waits: u64,
+    /// Total time waited, in microseconds.
+    pub wait_us: u64,
+    /// Requests that failed with [`Error::Deadlock`].
+    pub deadlocks: u64,
+    /// Requests that failed with [`Error::LockTimeout`].
+    pub timeouts: u64,
+    /// Escalations to a table lock that succeeded.
+    pub escalations: u64,
+    /// Escalations that found the table lock not grantable (and kept the row locks).
+    pub escalations_refused: u64,
+    /// Fast-path locks moved into the lock table by strong requests.
+    pub fast_path_moves: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) waits: StripedCounter,
+    pub(crate) wait_us: StripedCounter,
+    pub(crate) deadlocks: StripedCounter,
+    pub(crate) timeouts: StripedCounter,
+    pub(crate) escalations: StripedCounter,
+    pub(crate) escalations_refused: StripedCounter,
+    pub(crate) fast_path_moves: StripedCounter,
+}
+
+/// State shared by the manager handle and every owner.
+pub(crate) struct Shared {
+    pub(crate) modes: &'static ModeTable,
+    pub(crate) options: LockOptions,
+    pub(crate) table: LockTable,
+    pub(crate) fast: FastPath,
+    pub(crate) owners: Owners,
+    detector: Detector,
+    pub(crate) counters: Counters,
+    id: u64,
+}
+
+static NEXT_MANAGER: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// (manager id, slot) this thread last used: its slot is usually free again.
+    static SLOT_HINT: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// The lock manager (DESIGN.md §3.7; module doc). A cheap handle: clones share one table.
+#[derive(Clone)]
+pub struct LockManager {
+    shared: Arc<Shared>,
+}
+
+impl LockManager {
+    /// A lock manager for the protocol `modes` (e.g. [`super::MGL`], [`super::TADOM`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `options` are out of range.
+    pub fn new(modes: &'static ModeTable, options: LockOptions) -> Result<LockManager> {
+        options.validate()?;
+        Ok(LockManager {
+            shared: Arc::new(Shared {
+                modes,
+                table: LockTable::new(options.partitions, modes),
+                fast: FastPath::new(options.max_owners),
+                owners: Owners::new(options.max_owners),
+                detector: Detector::default(),
+                counters: Counters::default(),
+                id: NEXT_MANAGER.fetch_add(1, Relaxed),
+                options,
+            }),
+        })
+    }
+
+    /// A lock owner (the lock set of one transaction) for `txn`. Reuse it for the next
+    /// transaction with [`LockOwner::reset`] to keep its allocations.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `max_owners` if that many owners are alive.
+    pub fn owner(&self, txn: TxnId) -> Result<LockOwner> {
+        let sh = &self.shared;
+        let hint = SLOT_HINT.with(|h| {
+            let (m, s) = h.get();
+            if m == sh.id {
+                s as usize
+            } else {
+                usize::MAX
+            }
+        });
+        let Some(id) = sh.fast.claim(hint) else {
+            return Err(Error::invalid(
+                "max_owners",
+                format!("all {} lock owners are in use", sh.fast.capacity()),
+            ));
+        };
+        SLOT_HINT.with(|h| h.set((sh.id, id)));
+        sh.owners.set_txn(id, txn);
+        Ok(LockOwner::new(self.shared.clone(), id, txn))
+    }
+
+    /// The protocol.
+    pub fn modes(&self) -> &'static ModeTable {
+        self.shared.modes
+    }
+
+    /// The options the manager was made with.
+    pub fn options(&self) -> &LockOptions {
+        &self.shared.options
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> LockStats {
+        let c = &self.shared.counters;
+        LockStats {
+            waits: c.waits.get(),
+            wait_us: c.wait_us.get(),
+            deadlocks: c.deadlocks.get(),
+            timeouts: c.timeouts.get(),
+            escalations: c.escalations.get(),
+            escalations_refused: c.escalations_refused.get(),
+            fast_path_moves: c.fast_path_moves.get(),
+        }
+    }
+
+    /// Number of names with a lock head in the shared table (fast-path locks are not
+    /// counted). Zero when nothing is locked; for tests and monitoring.
+    pub fn table_heads(&self) -> usize {
+        self.shared.table.active_heads()
+    }
+}
+
+impl Shared {
+    /// Asks the lock table for `target` on `name` (the owner holds `held` there, `NONE` for
+    /// a new request), waiting if told to. `Ok(true)`: granted; `Ok(false)`: would block.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn table_request(
+        &self,
+        owner: u32,
+        txn: TxnId,
+        name: &LockName,
+        held: u8,
+        target: u8,
+        wait: Wait,
+        instant: bool,
+        wake: &mut Wakeups,
+    ) -> Result<bool> {
+        match self.table.request(
+            &self.owners,
+            owner,
+            name,
+            held,
+            target,
+            wait == Wait::Yes,
+            instant,
+        ) {
+            Outcome::Granted => Ok(true),
+            Outcome::WouldBlock => Ok(false),
+            Outcome::Enqueued(epoch) => self
+                .wait_for(owner, txn, name, target, epoch, wake)
+                .map(|()| true),
+        }
+    }
+
+    /// Waits for queued request `epoch` (module doc, rules D1 and P1).
+    fn wait_for(
+        &self,
+        owner: u32,
+        txn: TxnId,
+        name: &LockName,
+        target: u8,
+        epoch: u64,
+        wake: &mut Wakeups,
+    ) -> Result<()> {
+        let start = Instant::now();
+        self.counters.waits.incr();
+        let graph = Graph {
+            table: &self.table,
+            owners: &self.owners,
+            modes: self.modes,
+        };
+        let verdict = self
+            .detector
+            .check(&graph, owner, epoch, name, target, wake);
+        wake.wake(&self.owners);
+        let result = match verdict {
+            Verdict::Granted => Ok(()),
+            Verdict::Deadlock(e) => {
+                self.counters.deadlocks.incr();
+                Err(e)
+            }
+            Verdict::NoCycle => {
+                let deadline = start
+                    .checked_add(self.options.timeout)
+                    .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365));
+                if self.owners.park_until(owner, epoch, deadline)
+                    || self.table.cancel(&self.owners, owner, name, epoch, wake)
+                {
+                    Ok(())
+                } else {
+                    wake.wake(&self.owners);
+                    self.counters.timeouts.incr();
+                    Err(Error::LockTimeout {
+                        txn,
+                        lock: name.to_string(),
+                        mode: self.modes.mode_name(LockMode(target)),
+                        waited_ms: start.elapsed().as_millis() as u64,
+                    })
+                }
+            }
+        };
+        self.counters
+            .wait_us
+            .add(start.elapsed().as_micros() as u64);
+        result
+    }
+}

@@ -1,0 +1,563 @@
+//! One transaction's lock set: the local map of held locks (rule O1: a covered request
+//! never touches shared memory), durations, the fast path for weak table-level locks, and
+//! escalation.
+
+use super::manager::{LockDuration, LockStatus, Shared, Wait};
+use super::mode::{LockMode, NONE};
+use super::name::{LockName, NameHasher, NameKind};
+use super::table::Wakeups;
+use crate::error::{Error, Result};
+use crate::types::TxnId;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
+
+/// What an owner holds on one name. `mode` is the mode recorded in the fast path or the
+/// lock table; `long` and `short` are the modes asked for with each duration (`NONE` if
+/// none), each covered by `mode` (rule O2).
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    mode: u8,
+    long: u8,
+    short: u8,
+    /// Recorded in the owner's fast-path slot (it may have been moved to the table since:
+    /// the slot is the truth, F4).
+    fast: bool,
+    /// Counted in the strong-lock counter of its partition (F2).
+    strong: bool,
+}
+
+/// Per-table facts for row requests: escalation counts and what the owner's table lock
+/// implies on rows.
+#[derive(Clone, Copy, Debug)]
+struct TableRows {
+    db: u32,
+    table: u32,
+    /// Long row locks held on this table.
+    rows_long: u32,
+    /// Escalation is tried when `rows_long` reaches this.
+    next_try: u32,
+    /// Mode the long part of the table lock implies on rows (`NONE`: none).
+    cover_long: u8,
+    /// Mode the table lock (any duration) implies on rows.
+    cover_any: u8,
+}
+
+/// The locks of one transaction (see the module doc of [`crate::lock`]). Made by
+/// [`super::LockManager::owner`]; used by one thread at a time. Dropping it releases every
+/// lock it holds.
+pub struct LockOwner {
+    sh: Arc<Shared>,
+    id: u32,
+    txn: TxnId,
+    map: HashMap<LockName, Held, BuildHasherDefault<NameHasher>>,
+    tables: Vec<TableRows>,
+    wake: Wakeups,
+}
+
+/// `cur` joined with `r`, but never above `held` (rule O2; the supremum is not always a
+/// least upper bound, see `tadom.rs`).
+fn join_within(sh: &Shared, cur: u8, r: u8, held: u8) -> u8 {
+    if cur == NONE {
+        return r;
+    }
+    let s = sh.modes.sup_raw(cur, r);
+    if sh.modes.sup_raw(held, s) == held {
+        s
+    } else {
+        held
+    }
+}
+
+/// Lowers `h` on `name` to mode `to` (`NONE`: release it). A lower mode never waits.
+fn lower(sh: &Shared, id: u32, name: &LockName, h: &mut Held, to: u8, wake: &mut Wakeups) {
+    if to == h.mode {
+        return;
+    }
+    if to == NONE {
+        if !(h.fast && sh.fast.remove(id, name.fast_key())) {
+            sh.table.release(&sh.owners, id, name, wake);
+        }
+    } else if !(h.fast && sh.fast.downgrade(id, name.fast_key(), to)) {
+        h.fast = false;
+        sh.table.downgrade(&sh.owners, id, name, to, wake);
+    }
+    wake.wake(&sh.owners);
+    h.mode = to;
+    if h.strong && (to == NONE || !sh.modes.is_strong_raw(to)) {
+        sh.fast.end_strong(name.hash64());
+        h.strong = false;
+    }
+}
+
+fn child_of(sh: &Shared, m: u8) -> u8 {
+    if m == NONE {
+        return NONE;
+    }
+    sh.modes.child_mode(LockMode(m)).map_or(NONE, |c| c.0)
+}
+
+fn table_index(tables: &[TableRows], db: u32, table: u32) -> Option<usize> {
+    tables.iter().position(|t| t.db == db && t.table == table)
+}
+
+fn table_entry(tables: &mut Vec<TableRows>, db: u32, table: u32, threshold: usize) -> usize {
+    table_index(tables, db, table).unwrap_or_else(|| {
+        tables.push(TableRows {
+            db,
+            table,
+            rows_long: 0,
+            next_try: u32::try_from(threshold.saturating_add(1)).unwrap_or(u32::MAX),
+            cover_long: NONE,
+            cover_any: NONE,
+        });
+        tables.len() - 1
+    })
+}
+
+/// Keeps `TableRows::cover_*` in step with the owner's lock on table `name`.
+fn refresh_cover(sh: &Shared, tables: &mut Vec<TableRows>, name: &LockName, h: Option<&Held>) {
+    if name.kind() != NameKind::Table {
+        return;
+    }
+    let t = table_entry(
+        tables,
+        name.db(),
+        name.container(),
+        sh.options.escalation_threshold,
+    );
+    tables[t].cover_long = h.map_or(NONE, |h| child_of(sh, h.long));
+    tables[t].cover_any = h.map_or(NONE, |h| child_of(sh, h.mode));
+}
+
+impl LockOwner {
+    pub(crate) fn new(sh: Arc<Shared>, id: u32, txn: TxnId) -> LockOwner {
+        LockOwner {
+            sh,
+            id,
+            txn,
+            map: HashMap::with_capacity_and_hasher(16, Default::default()),
+            tables: Vec::new(),
+            wake: Wakeups::default(),
+        }
+    }
+
+    /// The transaction this owner locks for.
+    pub fn txn(&self) -> TxnId {
+        self.txn
+    }
+
+    /// Asks for `mode` on `name` for `duration`.
+    ///
+    /// A request covered by what the owner already holds (on `name`, or on its table for a
+    /// row or key) returns at once without touching shared state. Otherwise the lock is
+    /// converted (held mode joined with `mode`) or newly requested. Intention locks on the
+    /// parents are the caller's job ([`LockName::parent`]).
+    ///
+    /// Returns [`LockStatus::WouldBlock`] only with [`Wait::No`], having changed nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a mode outside the manager's protocol;
+    /// [`Error::Deadlock`] if waiting would close a cycle of waiting transactions (this
+    /// request is withdrawn, held locks are kept); [`Error::LockTimeout`] after waiting
+    /// [`super::LockOptions::timeout`]. Both are retryable after a rollback.
+    pub fn lock(
+        &mut self,
+        name: &LockName,
+        mode: LockMode,
+        duration: LockDuration,
+        wait: Wait,
+    ) -> Result<LockStatus> {
+        let m = self.sh.modes;
+        if !m.contains(mode) {
+            return Err(Error::invalid(
+                "mode",
+                format!(
+                    "mode {} is not a mode of {} (0..{})",
+                    mode.0,
+                    m.name(),
+                    m.len()
+                ),
+            ));
+        }
+        let r = mode.0;
+        if name.is_row_level() && self.covered_by_table(name, r, duration) {
+            return Ok(LockStatus::Granted);
+        }
+        match self.map.get(name).copied() {
+            Some(h) if m.sup_raw(h.mode, r) == h.mode => {
+                self.record(name, h, r, duration, false);
+                Ok(LockStatus::Granted)
+            }
+            Some(h) => self.convert(name, h, r, duration, wait),
+            None => self.acquire_new(name, r, duration, wait),
+        }
+    }
+
+    fn covered_by_table(&self, name: &LockName, r: u8, duration: LockDuration) -> bool {
+        let Some(t) = table_index(&self.tables, name.db(), name.container()) else {
+            return false;
+        };
+        let t = &self.tables[t];
+        let c = if duration == LockDuration::Long {
+            t.cover_long
+        } else {
+            t.cover_any
+        };
+        c != NONE && self.sh.modes.sup_raw(c, r) == c
+    }
+
+    /// Stores `h` (now holding at least `r`) with `r` noted for `duration`; counts a new
+    /// long row lock and tries escalation when the count passes the threshold (E1).
+    /// `new`: the owner had no entry for `name`.
+    #[inline]
+    fn record(&mut self, name: &LockName, mut h: Held, r: u8, duration: LockDuration, new: bool) {
+        let new_long_row = duration == LockDuration::Long && h.long == NONE && name.is_row_level();
+        match duration {
+            LockDuration::Instant => {}
+            LockDuration::Long => h.long = join_within(&self.sh, h.long, r, h.mode),
+            LockDuration::Short => h.short = join_within(&self.sh, h.short, r, h.mode),
+        }
+        if new {
+            self.map.insert(name.clone(), h);
+        } else if let Some(slot) = self.map.get_mut(name) {
+            *slot = h;
+        }
+        if name.kind() == NameKind::Table {
+            refresh_cover(&self.sh, &mut self.tables, name, Some(&h));
+        }
+        if new_long_row && self.sh.options.escalation_threshold > 0 {
+            let threshold = self.sh.options.escalation_threshold;
+            let t = table_entry(&mut self.tables, name.db(), name.container(), threshold);
+            self.tables[t].rows_long += 1;
+            if self.tables[t].rows_long >= self.tables[t].next_try {
+                self.try_escalate(t);
+            }
+        }
+    }
+
+    /// Registers a strong request on a table-level name and moves every fast-path lock on
+    /// it — this owner's included — into the lock table (F2, F4).
+    fn begin_strong(&self, name: &LockName) {
+        let sh = &*self.sh;
+        sh.fast.begin_strong(name.hash64());
+        let moved = sh.fast.transfer(name.fast_key(), |owner, mode| {
+            sh.table.insert_granted(owner, name, mode);
+        });
+        sh.counters.fast_path_moves.add(moved as u64);
+    }
+
+    fn acquire_new(
+        &mut self,
+        name: &LockName,
+        r: u8,
+        duration: LockDuration,
+        wait: Wait,
+    ) -> Result<LockStatus> {
+        let sh = &*self.sh;
+        let eligible = name.is_fast_path_eligible();
+        let instant = duration == LockDuration::Instant;
+        if eligible && sh.modes.is_weak(LockMode(r)) {
+            // F1: weak modes never conflict with each other; with no strong request
+            // registered, nobody can hold or be granted a conflicting mode.
+            if instant && sh.fast.no_strong(name.hash64()) {
+                return Ok(LockStatus::Granted);
+            }
+            if !instant
+                && sh
+                    .fast
+                    .try_acquire(self.id, name.fast_key(), name.hash64(), r, true)
+            {
+                let h = Held {
+                    mode: r,
+                    long: NONE,
+                    short: NONE,
+                    fast: true,
+                    strong: false,
+                };
+                self.record(name, h, r, duration, true);
+                return Ok(LockStatus::Granted);
+            }
+        }
+        let strong = eligible && sh.modes.is_strong_raw(r);
+        if strong {
+            self.begin_strong(name);
+        }
+        let sh = &*self.sh;
+        let got = sh.table_request(
+            self.id,
+            self.txn,
+            name,
+            NONE,
+            r,
+            wait,
+            instant,
+            &mut self.wake,
+        );
+        match got {
+            Ok(true) if instant => {
+                // Granted after waiting is recorded in the table: take it out again.
+                sh.table.release(&sh.owners, self.id, name, &mut self.wake);
+                self.wake.wake(&sh.owners);
+                if strong {
+                    sh.fast.end_strong(name.hash64());
+                }
+                Ok(LockStatus::Granted)
+            }
+            Ok(true) => {
+                let h = Held {
+                    mode: r,
+                    long: NONE,
+                    short: NONE,
+                    fast: false,
+                    strong,
+                };
+                self.record(name, h, r, duration, true);
+                Ok(LockStatus::Granted)
+            }
+            other => {
+                if strong {
+                    sh.fast.end_strong(name.hash64());
+                }
+                other.map(|_| LockStatus::WouldBlock)
+            }
+        }
+    }
+
+    fn convert(
+        &mut self,
+        name: &LockName,
+        mut h: Held,
+        r: u8,
+        duration: LockDuration,
+        wait: Wait,
+    ) -> Result<LockStatus> {
+        let sh = &*self.sh;
+        let t = sh.modes.sup_raw(h.mode, r);
+        let instant = duration == LockDuration::Instant;
+        if h.fast {
+            let key = name.fast_key();
+            if sh.modes.is_weak(LockMode(t))
+                && sh.fast.try_acquire(self.id, key, name.hash64(), t, false)
+            {
+                if instant {
+                    if !sh.fast.downgrade(self.id, key, h.mode) {
+                        sh.table
+                            .downgrade(&sh.owners, self.id, name, h.mode, &mut self.wake);
+                        self.wake.wake(&sh.owners);
+                    }
+                    return Ok(LockStatus::Granted);
+                }
+                h.mode = t;
+                self.record(name, h, r, duration, false);
+                return Ok(LockStatus::Granted);
+            }
+            if sh.modes.is_weak(LockMode(t)) {
+                // A strong request is registered (or the entry has moved): convert in the
+                // table. Move the entry there ourselves if it is still in the slot (F4).
+                let id = self.id;
+                sh.fast
+                    .transfer_own(id, key, |mode| sh.table.insert_granted(id, name, mode));
+            }
+            h.fast = false;
+        }
+        let new_strong = name.is_fast_path_eligible() && !h.strong && sh.modes.is_strong_raw(t);
+        if new_strong {
+            self.begin_strong(name);
+        }
+        // The entry is in the table from here on, whatever the outcome.
+        if let Some(slot) = self.map.get_mut(name) {
+            slot.fast = false;
+        }
+        let sh = &*self.sh;
+        let got = sh.table_request(
+            self.id,
+            self.txn,
+            name,
+            h.mode,
+            t,
+            wait,
+            false,
+            &mut self.wake,
+        );
+        match got {
+            Ok(true) if instant => {
+                sh.table
+                    .downgrade(&sh.owners, self.id, name, h.mode, &mut self.wake);
+                self.wake.wake(&sh.owners);
+                if new_strong {
+                    sh.fast.end_strong(name.hash64());
+                }
+                Ok(LockStatus::Granted)
+            }
+            Ok(true) => {
+                h.mode = t;
+                h.strong |= new_strong;
+                self.record(name, h, r, duration, false);
+                Ok(LockStatus::Granted)
+            }
+            other => {
+                if new_strong {
+                    sh.fast.end_strong(name.hash64());
+                }
+                other.map(|_| LockStatus::WouldBlock)
+            }
+        }
+    }
+
+    /// E1–E3: tries to replace the long row locks of table `t` by one table lock, without
+    /// waiting. On success the row locks are released; on refusal they are kept and the
+    /// next try waits for another `escalation_threshold` row locks.
+    fn try_escalate(&mut self, t: usize) {
+        let sh = self.sh.clone();
+        let m = sh.modes;
+        let (read, write) = m.escalation_modes();
+        let (db, table) = (self.tables[t].db, self.tables[t].table);
+        let of_table = |n: &LockName, h: &Held| {
+            n.is_row_level() && n.db() == db && n.container() == table && h.long != NONE
+        };
+        let read_child = child_of(&sh, read.0);
+        let all_read = self
+            .map
+            .iter()
+            .filter(|(n, h)| of_table(n, h))
+            .all(|(_, h)| read_child != NONE && m.sup_raw(read_child, h.long) == read_child);
+        let want = if all_read { read } else { write };
+        let tname = LockName::table(db, table);
+        let granted = matches!(
+            self.lock(&tname, want, LockDuration::Long, Wait::No),
+            Ok(LockStatus::Granted)
+        );
+        // `lock` may have added table entries; find ours again.
+        let t = table_entry(&mut self.tables, db, table, sh.options.escalation_threshold);
+        if !granted {
+            let rows = self.tables[t].rows_long;
+            let step = u32::try_from(sh.options.escalation_threshold).unwrap_or(u32::MAX);
+            self.tables[t].next_try = rows.saturating_add(step);
+            sh.counters.escalations_refused.incr();
+            return;
+        }
+        let (id, wake) = (self.id, &mut self.wake);
+        self.map.retain(|n, h| {
+            if !of_table(n, h) {
+                return true;
+            }
+            h.long = NONE;
+            let to = if h.short == NONE { NONE } else { h.short };
+            lower(&sh, id, n, h, to, wake);
+            to != NONE
+        });
+        self.tables[t].rows_long = 0;
+        sh.counters.escalations.incr();
+    }
+
+    /// The mode held on `name` (not counting what a table lock implies on rows).
+    pub fn held(&self, name: &LockName) -> Option<LockMode> {
+        self.map.get(name).map(|h| LockMode(h.mode))
+    }
+
+    /// True if a request for `mode` on `name` with `duration` would be granted from this
+    /// owner's own locks alone (held on `name`, or implied by its table lock).
+    pub fn covers(&self, name: &LockName, mode: LockMode, duration: LockDuration) -> bool {
+        let m = self.sh.modes;
+        if !m.contains(mode) {
+            return false;
+        }
+        (name.is_row_level() && self.covered_by_table(name, mode.0, duration))
+            || self
+                .map
+                .get(name)
+                .is_some_and(|h| m.sup_raw(h.mode, mode.0) == h.mode)
+    }
+
+    /// Number of names this owner holds locks on.
+    pub fn lock_count(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Long row (and key) locks held on `table` — the escalation count (E1).
+    pub fn row_locks(&self, table: &LockName) -> usize {
+        table_index(&self.tables, table.db(), table.container())
+            .map_or(0, |t| self.tables[t].rows_long as usize)
+    }
+
+    /// Releases every lock on `name` now, whatever its duration. For callers that know
+    /// the protocol allows it (an index's lock coupling, cursor stability); strict 2PL
+    /// releases only through [`LockOwner::release_all`]. False if nothing was held.
+    pub fn release(&mut self, name: &LockName) -> bool {
+        let Some(mut h) = self.map.remove(name) else {
+            return false;
+        };
+        if h.long != NONE && name.is_row_level() {
+            if let Some(t) = table_index(&self.tables, name.db(), name.container()) {
+                self.tables[t].rows_long = self.tables[t].rows_long.saturating_sub(1);
+            }
+        }
+        lower(&self.sh, self.id, name, &mut h, NONE, &mut self.wake);
+        refresh_cover(&self.sh, &mut self.tables, name, None);
+        true
+    }
+
+    /// Ends the statement: releases every short lock; a name also held long goes back to
+    /// its long mode.
+    pub fn release_short(&mut self) {
+        let Self {
+            sh,
+            map,
+            id,
+            wake,
+            tables,
+            ..
+        } = self;
+        map.retain(|name, h| {
+            if h.short == NONE {
+                return true;
+            }
+            h.short = NONE;
+            let to = h.long;
+            lower(sh, *id, name, h, to, wake);
+            refresh_cover(sh, tables, name, (to != NONE).then_some(&*h));
+            to != NONE
+        });
+    }
+
+    /// Ends the transaction: releases every lock (commit or rollback, strict 2PL).
+    pub fn release_all(&mut self) {
+        let Self {
+            sh,
+            map,
+            id,
+            wake,
+            tables,
+            ..
+        } = self;
+        for (name, mut h) in map.drain() {
+            lower(sh, *id, &name, &mut h, NONE, wake);
+        }
+        tables.clear();
+    }
+
+    /// Releases everything and starts over for transaction `txn`, keeping this owner's
+    /// slot and allocations.
+    pub fn reset(&mut self, txn: TxnId) {
+        self.release_all();
+        self.txn = txn;
+        self.sh.owners.set_txn(self.id, txn);
+    }
+}
+
+impl Drop for LockOwner {
+    fn drop(&mut self) {
+        self.release_all();
+        self.sh.fast.free(self.id);
+    }
+}
+
+impl std::fmt::Debug for LockOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockOwner")
+            .field("txn", &self.txn)
+            .field("locks", &self.map.len())
+            .finish()
+    }
+}
