@@ -77,7 +77,11 @@ impl Engine {
         let mut resources = Resources::default();
         resources.register(Arc::new(crate::kvstore::KvStoreRm));
         resources.register(Arc::new(crate::btree::BTreeRm::new(space.clone())));
-        let txns = TxnManager::new(log, pool, resources);
+        let locks = Arc::new(crate::lock::LockManager::new(
+            &crate::lock::MGL,
+            options.lock_options(),
+        )?);
+        let txns = TxnManager::new(log, pool, resources, locks);
         let restart = recovery::restart(&txns)?;
         Ok(Engine {
             txns,
@@ -97,9 +101,14 @@ impl Engine {
         &self.txns
     }
 
-    /// Starts a user transaction.
+    /// Starts a user transaction at READ COMMITTED.
     pub fn begin(&self) -> Transaction<'_> {
         self.txns.begin()
+    }
+
+    /// Starts a user transaction at `isolation`.
+    pub fn begin_with(&self, isolation: crate::txn::IsolationLevel) -> Transaction<'_> {
+        self.txns.begin_with(isolation)
     }
 
     /// The space manager.

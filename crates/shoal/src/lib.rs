@@ -57,4 +57,5 @@ pub mod types;
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use options::Options;
+pub use txn::IsolationLevel;
 pub use types::{Lsn, PageId, TxnId};

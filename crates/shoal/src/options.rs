@@ -30,6 +30,15 @@ pub struct Options {
     pub cleaner_interval_ms: u64,
     /// Largest number of pages the cleaner writes in one batch before it yields. Default 128.
     pub cleaner_batch_pages: usize,
+    /// Milliseconds a lock request waits before it fails with `Error::LockTimeout`. Default
+    /// 60,000, as Derby's `derby.locks.waitTimeout`; 0 fails at once instead of waiting.
+    pub lock_timeout_ms: u64,
+    /// Long row locks of one table a transaction may hold before the lock manager tries to
+    /// escalate them to a table lock. Default 5,000 (Derby's `derby.locks.escalationThreshold`);
+    /// 0 disables escalation.
+    pub lock_escalation_threshold: usize,
+    /// Most transactions that may hold locks at once. Default 1,024; at most 2^20.
+    pub max_lock_owners: usize,
 }
 
 impl Default for Options {
@@ -41,6 +50,9 @@ impl Default for Options {
             cleaner_enabled: true,
             cleaner_interval_ms: 100,
             cleaner_batch_pages: 128,
+            lock_timeout_ms: 60_000,
+            lock_escalation_threshold: 5_000,
+            max_lock_owners: 1024,
         }
     }
 }
@@ -80,7 +92,17 @@ impl Options {
         if self.cleaner_batch_pages == 0 {
             return Err(Error::invalid("cleaner_batch_pages", "must be at least 1"));
         }
-        Ok(())
+        self.lock_options().validate()
+    }
+
+    /// The lock manager's options these options give.
+    pub fn lock_options(&self) -> crate::lock::LockOptions {
+        crate::lock::LockOptions {
+            timeout: std::time::Duration::from_millis(self.lock_timeout_ms),
+            escalation_threshold: self.lock_escalation_threshold,
+            max_owners: self.max_lock_owners,
+            ..crate::lock::LockOptions::default()
+        }
     }
 }
 

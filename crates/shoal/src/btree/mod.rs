@@ -104,6 +104,7 @@
 
 mod cursor;
 pub mod key;
+mod locking;
 mod merge;
 mod node;
 mod overflow;
@@ -116,6 +117,7 @@ mod wal;
 mod tests;
 
 pub use cursor::{Cursor, ScanDirection};
+pub use locking::{LockSpace, LockedCursor};
 pub use node::max_key_bytes;
 pub use overflow::MAX_VALUE_BYTES;
 pub use tree::BTree;

@@ -1,6 +1,7 @@
 //! The tree handle and its point operations: get, insert, upsert, update, delete (btree
 //! rules 1–6 in the module doc). Structure modifications are in `smo.rs`.
 
+use super::locking::{LockSpace, NextKeyWait};
 use super::node::NODE_SLOT_SIZE;
 use super::node::{self, leaf_entry, Node, NodeImage, VALUE_INLINE};
 use super::overflow::OverflowRef;
@@ -32,6 +33,16 @@ pub(crate) trait Logger {
         redo: Vec<u8>,
         undo: impl FnOnce() -> Vec<u8>,
     ) -> Result<Lsn>;
+    /// Asks for the next-key lock of a change under the leaf latch (`locking` module doc);
+    /// undo takes no lock and always answers `None`.
+    fn next_key_lock(
+        &mut self,
+        tree: &BTree,
+        next: Option<&[u8]>,
+        delete: bool,
+    ) -> Result<Option<NextKeyWait>>;
+    /// Waits, with no latch held, for a next-key lock that would have blocked.
+    fn wait_for(&mut self, w: NextKeyWait) -> Result<()>;
 }
 
 impl Logger for Transaction<'_> {
@@ -46,6 +57,17 @@ impl Logger for Transaction<'_> {
     ) -> Result<Lsn> {
         self.change(page, redo, undo())
     }
+    fn next_key_lock(
+        &mut self,
+        tree: &BTree,
+        next: Option<&[u8]>,
+        delete: bool,
+    ) -> Result<Option<NextKeyWait>> {
+        tree.next_key_lock(self, next, delete)
+    }
+    fn wait_for(&mut self, w: NextKeyWait) -> Result<()> {
+        w.wait(self)
+    }
 }
 
 impl Logger for UndoContext<'_> {
@@ -59,6 +81,17 @@ impl Logger for UndoContext<'_> {
         _undo: impl FnOnce() -> Vec<u8>,
     ) -> Result<Lsn> {
         self.compensate_on(page, redo)
+    }
+    fn next_key_lock(
+        &mut self,
+        _tree: &BTree,
+        _next: Option<&[u8]>,
+        _delete: bool,
+    ) -> Result<Option<NextKeyWait>> {
+        Ok(None)
+    }
+    fn wait_for(&mut self, _w: NextKeyWait) -> Result<()> {
+        Ok(())
     }
 }
 
@@ -93,6 +126,8 @@ pub struct BTree {
     pub(crate) pool: Arc<BufferPool>,
     pub(crate) space: Arc<SpaceManager>,
     pub(crate) root: PageId,
+    /// Where the transactional operations lock keys (`None`: they lock nothing).
+    pub(crate) locking: Option<LockSpace>,
 }
 
 impl std::fmt::Debug for BTree {
@@ -122,6 +157,7 @@ impl BTree {
             pool,
             space: space.clone(),
             root,
+            locking: None,
         })
     }
 
@@ -142,7 +178,12 @@ impl BTree {
 
     /// A handle without the check of [`BTree::open`] (for undo, which trusts its log).
     pub(crate) fn handle(pool: Arc<BufferPool>, space: Arc<SpaceManager>, root: PageId) -> BTree {
-        BTree { pool, space, root }
+        BTree {
+            pool,
+            space,
+            root,
+            locking: None,
+        }
     }
 
     /// The root page id, which names the tree.
@@ -363,6 +404,8 @@ impl BTree {
     /// ([`BTree::max_key_bytes`], [`BTree::max_value_bytes`]); log, buffer-pool and
     /// allocation errors.
     pub fn insert(&self, txn: &mut Transaction<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_key(key)?;
+        self.lock_for_write(txn, key)?;
         let (v, chain) = self.tagged_value(txn, key, value)?;
         match self.put(txn, key, &v, Put::Insert) {
             Ok(_) => Ok(()),
@@ -384,6 +427,8 @@ impl BTree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
+        self.check_key(key)?;
+        self.lock_for_write(txn, key)?;
         let (v, _) = self.tagged_value(txn, key, value)?;
         match self.put(txn, key, &v, Put::Upsert)? {
             Some(old) => self.retire(txn, old).map(Some),
@@ -402,6 +447,8 @@ impl BTree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
+        self.check_key(key)?;
+        self.lock_for_write(txn, key)?;
         let (v, chain) = self.tagged_value(txn, key, value)?;
         match self.put(txn, key, &v, Put::Update)? {
             Some(old) => self.retire(txn, old).map(Some),
@@ -418,6 +465,7 @@ impl BTree {
     /// [`Error::InvalidArgument`] for a key over the limit; log and buffer-pool errors.
     pub fn delete(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_key(key)?;
+        self.lock_for_write(txn, key)?;
         match self.remove(txn, key)? {
             Some(old) => self.retire(txn, old).map(Some),
             None => Ok(None),
@@ -458,13 +506,21 @@ impl BTree {
             let Some(mut x) = self.leaf_exclusive(key)? else {
                 continue;
             };
-            let (old, room) = {
+            let (old, room, pos) = {
                 let n = Node::open(x.bytes())?;
                 match n.search(key)? {
-                    Ok(i) => (Some(n.entry(i)?), n.free_bytes() + n.entry_len(i)?),
-                    Err(_) => (None, n.free_bytes().saturating_sub(NODE_SLOT_SIZE)),
+                    Ok(i) => (Some(n.entry(i)?), n.free_bytes() + n.entry_len(i)?, i),
+                    Err(i) => (None, n.free_bytes().saturating_sub(NODE_SLOT_SIZE), i),
                 }
             };
+            if old.is_none() && mode != Put::Update && self.locking.is_some() {
+                let next = self.next_key_latched(&x, pos)?;
+                if let Some(w) = log.next_key_lock(self, next.as_deref(), false)? {
+                    drop(x);
+                    log.wait_for(w)?;
+                    continue;
+                }
+            }
             match (&old, mode) {
                 (Some(_), Put::Insert) => {
                     return Err(Error::DuplicateKey {
@@ -505,13 +561,21 @@ impl BTree {
             let Some(mut x) = self.leaf_exclusive(key)? else {
                 continue;
             };
-            let old = {
+            let (old, pos) = {
                 let n = Node::open(x.bytes())?;
                 match n.search(key)? {
-                    Ok(i) => n.entry(i)?,
+                    Ok(i) => (n.entry(i)?, i),
                     Err(_) => return Ok(None),
                 }
             };
+            if self.locking.is_some() {
+                let next = self.next_key_latched(&x, pos + 1)?;
+                if let Some(w) = log.next_key_lock(self, next.as_deref(), true)? {
+                    drop(x);
+                    log.wait_for(w)?;
+                    continue;
+                }
+            }
             let root = self.root;
             log.log(&mut x, wal::redo_remove(key), || {
                 wal::undo_remove(root, &old)
@@ -527,6 +591,20 @@ impl BTree {
                 self.merge_underfull(log.manager(), key, 0)?;
             }
             return Ok(Some(old[node::KEY_LEN_BYTES + k..].to_vec()));
+        }
+    }
+
+    /// The first key at or after entry `pos` of the X-latched leaf `x`: that entry's key,
+    /// or past the leaf's end the first key at or after its high fence (read optimistically
+    /// from the leaves to the right; `None` at the end of the tree).
+    fn next_key_latched(&self, x: &ExclusiveGuard<'_>, pos: usize) -> Result<Option<Vec<u8>>> {
+        let n = Node::open(x.bytes())?;
+        if pos < n.entry_count() {
+            return n.key(pos).map(Some);
+        }
+        match n.high_fence()? {
+            None => Ok(None),
+            Some(high) => self.next_key(&std::ops::Bound::Included(high)),
         }
     }
 

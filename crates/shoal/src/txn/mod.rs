@@ -52,6 +52,12 @@
 //! 7. **Sticky failure**: after a log or data-file write or sync failure, commit returns
 //!    [`Error::LogFailed`] / [`Error::PoolFailed`] until the database is reopened and
 //!    recovered.
+//! 9. **Strict two-phase locking** (DESIGN.md §3.8): a transaction's locks
+//!    ([`Transaction::lock`], one [`LockOwner`] made at its first request) are released
+//!    together when it ends — after its `Commit` is appended (and waited for, under `Full`),
+//!    or after its rollback has undone everything — except short locks, which
+//!    [`Transaction::release_short_locks`] drops at the end of a statement. A partial
+//!    rollback keeps its locks. Begin and commit take no mutex shared by all transactions.
 //!
 //! ## Latching
 //! A change holds the X latch of its one page from the image through the page-LSN store;
@@ -70,6 +76,7 @@ pub use rm::{ResourceManager, Resources};
 
 use crate::buffer::{BufferPool, ExclusiveGuard};
 use crate::error::{Error, Result};
+use crate::lock::{LockDuration, LockManager, LockMode, LockName, LockOwner, LockStatus, Wait};
 use crate::log::record::{LogRecord, RecordKind, RecordRole};
 use crate::log::LogManager;
 use crate::types::{Lsn, PageId, TxnId};
@@ -87,12 +94,45 @@ pub struct TxnManager {
     table: TxnTable,
     /// LSN of the `CheckpointBegin` of the newest checkpoint that has started (rule 3).
     checkpoint_begin: AtomicU64,
+    locks: Arc<LockManager>,
+}
+
+/// The isolation level of a transaction (ANSI SQL-92 levels as locking defines them: Gray
+/// et al. 1976 "degrees of consistency"; Berenson et al., "A Critique of ANSI SQL Isolation
+/// Levels", SIGMOD 1995). Writes always take long exclusive locks (strict two-phase
+/// locking); the levels differ in read locks, which the access methods take:
+///
+/// | level | read locks | prevents |
+/// |---|---|---|
+/// | `ReadUncommitted` | none | lost updates (writes only) |
+/// | `ReadCommitted` | short S on each key read, released when the read ends (cursor stability) | dirty reads |
+/// | `RepeatableRead` | long S on each key read | also non-repeatable reads, lost updates of read rows |
+/// | `Serializable` | long S on each key read and on the key after every range or absent key read (next-key locking) | also phantoms and write skew |
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IsolationLevel {
+    /// Reads take no locks and may see uncommitted changes.
+    ReadUncommitted,
+    /// Reads see only committed data (short read locks). The default, as in Derby and
+    /// PostgreSQL.
+    #[default]
+    ReadCommitted,
+    /// Rows read stay unchanged until commit (long read locks).
+    RepeatableRead,
+    /// Equivalent to some serial order (long read locks plus next-key locks).
+    Serializable,
 }
 
 impl TxnManager {
-    /// A transaction manager whose first transaction id is 1.
-    pub fn new(log: Arc<LogManager>, pool: Arc<BufferPool>, resources: Resources) -> TxnManager {
+    /// A transaction manager whose first transaction id is 1, with `locks` as its lock
+    /// manager (DESIGN.md §3.7: an MGL mode table).
+    pub fn new(
+        log: Arc<LogManager>,
+        pool: Arc<BufferPool>,
+        resources: Resources,
+        locks: Arc<LockManager>,
+    ) -> TxnManager {
         TxnManager {
+            locks,
             log,
             pool,
             resources,
@@ -112,6 +152,11 @@ impl TxnManager {
         &self.pool
     }
 
+    /// The lock manager.
+    pub fn locks(&self) -> &Arc<LockManager> {
+        &self.locks
+    }
+
     /// The resource managers.
     pub fn resources(&self) -> &Resources {
         &self.resources
@@ -122,10 +167,18 @@ impl TxnManager {
         self.next_id.fetch_max(id.0 + 1, Relaxed);
     }
 
-    /// Starts a user transaction. Costs one atomic increment; nothing is logged or registered
-    /// until its first change.
+    /// Starts a user transaction at [`IsolationLevel::ReadCommitted`]. Costs one atomic
+    /// increment; nothing is logged or registered until its first change, no lock owner is
+    /// made until its first lock.
     pub fn begin(&self) -> Transaction<'_> {
         self.start(false)
+    }
+
+    /// Starts a user transaction at `isolation`.
+    pub fn begin_with(&self, isolation: IsolationLevel) -> Transaction<'_> {
+        let mut t = self.start(false);
+        t.isolation = isolation;
+        t
     }
 
     /// Starts a system transaction (nested top action, DESIGN.md §3.6): its changes are
@@ -143,6 +196,8 @@ impl TxnManager {
             system,
             finished: false,
             after_commit: Vec::new(),
+            isolation: IsolationLevel::ReadCommitted,
+            locks: None,
         }
     }
 
@@ -381,6 +436,9 @@ pub struct Transaction<'m> {
     finished: bool,
     /// Run after the commit is durable; dropped on rollback.
     after_commit: Vec<AfterCommit<'m>>,
+    isolation: IsolationLevel,
+    /// Made at the first lock request; released (dropped) when the transaction ends.
+    locks: Option<LockOwner>,
 }
 
 /// A point in a transaction to roll back to ([`Transaction::savepoint`]).
@@ -410,6 +468,52 @@ impl<'m> Transaction<'m> {
     /// The manager this transaction belongs to.
     pub fn manager(&self) -> &'m TxnManager {
         self.mgr
+    }
+
+    /// The transaction's isolation level.
+    pub fn isolation(&self) -> IsolationLevel {
+        self.isolation
+    }
+
+    /// Asks for `mode` on `name` for `duration` (txn rule 9). A request covered by a lock
+    /// the transaction holds touches no shared memory. With [`Wait::No`] (the form to use
+    /// under a latch, DESIGN.md principle 5) a conflicting request returns
+    /// [`LockStatus::WouldBlock`] and changes nothing.
+    ///
+    /// # Errors
+    /// [`Error::Deadlock`] (this transaction is the victim: roll it back and retry),
+    /// [`Error::LockTimeout`] after `Options::lock_timeout_ms`, [`Error::InvalidArgument`]
+    /// after the transaction ended or when more transactions hold locks than
+    /// `Options::max_lock_owners` allows.
+    pub fn lock(
+        &mut self,
+        name: &LockName,
+        mode: LockMode,
+        duration: LockDuration,
+        wait: Wait,
+    ) -> Result<LockStatus> {
+        if self.finished {
+            return Err(Error::invalid("txn", "the transaction has ended"));
+        }
+        let owner = match &mut self.locks {
+            Some(o) => o,
+            None => self.locks.insert(self.mgr.locks.owner(self.id)?),
+        };
+        owner.lock(name, mode, duration, wait)
+    }
+
+    /// True if the transaction holds a lock on `name` that covers `mode` for `duration`.
+    pub fn holds(&self, name: &LockName, mode: LockMode, duration: LockDuration) -> bool {
+        self.locks
+            .as_ref()
+            .is_some_and(|o| o.covers(name, mode, duration))
+    }
+
+    /// Releases the transaction's short locks (end of a statement; READ COMMITTED reads).
+    pub fn release_short_locks(&mut self) {
+        if let Some(o) = &mut self.locks {
+            o.release_short();
+        }
     }
 
     fn entry(&mut self) -> &Arc<TxnEntry> {
@@ -497,6 +601,7 @@ impl<'m> Transaction<'m> {
     pub fn commit(mut self) -> Result<()> {
         self.finished = true;
         let Some(entry) = self.entry.take() else {
+            self.locks = None; // a reader: nothing to log
             return Ok(());
         };
         let mgr = self.mgr;
@@ -512,6 +617,10 @@ impl<'m> Transaction<'m> {
         if !self.system {
             mgr.log.commit(lsn)?;
         }
+        // Rule 9: locks are released once the commit record is appended (and, under `Full`,
+        // durable). Under `Lazy` a transaction that then reads this one's changes commits
+        // later in the log, so a crash that loses this commit loses that one too.
+        self.locks = None;
         if !self.after_commit.is_empty() {
             mgr.log.wait_durable(lsn)?;
             for action in std::mem::take(&mut self.after_commit) {
@@ -597,6 +706,13 @@ impl<'m> Transaction<'m> {
 
     fn rollback(&mut self) -> Result<()> {
         self.finished = true;
+        let result = self.undo_all();
+        // Rule 9: locks outlive the undo (others must not see the changes being undone).
+        self.locks = None;
+        result
+    }
+
+    fn undo_all(&mut self) -> Result<()> {
         let Some(entry) = self.entry.take() else {
             return Ok(());
         };

@@ -1,0 +1,297 @@
+//! Transactional locking of a tree's keys (DESIGN.md §3.7–3.9): key-value locks on the keys
+//! read and written, and next-key locks (Mohan, "ARIES/KVL", VLDB 1990, in its next-key
+//! form as in Gray and Reuter, "Transaction Processing", §7.8) so that a SERIALIZABLE range
+//! read sees no phantom.
+//!
+//! A tree locks only if it was given a [`LockSpace`] ([`BTree::with_locking`]): the catalog's
+//! table and index trees are, the benchmarks' and tests' bare trees are not. Names: a key's
+//! lock is `LockName::key(db, table, key)`; the end of the tree ("+infinity", the next key
+//! of a range with no key after it) is `LockName::row(db, table, u64::MAX)`, a name no key
+//! can take; every key or end lock has an intention lock on `LockName::table(db, table)`.
+//!
+//! ## The protocol (MGL modes)
+//! | operation | locks |
+//! |---|---|
+//! | read a key (`get_in`) | RU none; RC S short, released after the read; RR and SER S long — taken on the key whether or not it exists, so an insert of an absent key read at SER waits |
+//! | range read (`scan_in`) | as a read for every key returned; at SER also S long on the next key after the range (or the end) |
+//! | insert of a new key | X long on the key; IX *instant* on the next key (waits while a SER reader holds S on it, i.e. while the gap is read) |
+//! | update, upsert of a present key | X long on the key |
+//! | delete | X long on the key and on its next key (a SER reader of the gap then waits for the deleter's end, so a rollback cannot make a row reappear in a range already read) |
+//!
+//! Latching (DESIGN.md principle 5): the key's own lock is requested before the descent,
+//! with no latch held; the next-key lock is found under the leaf's X latch and requested
+//! there with `Wait::No`. If it would block, the latch is dropped, the lock is waited for
+//! with nothing held, and the operation starts over (the next key may have changed).
+//! Readers request every lock between optimistic reads, never under a latch. Undo takes no
+//! lock: a rollback only puts back what its own X locks protect.
+
+use super::cursor::{Cursor, ScanDirection};
+use super::tree::BTree;
+use crate::error::Result;
+use crate::lock::{mgl, LockDuration, LockMode, LockName, LockStatus, Wait};
+use crate::txn::{IsolationLevel, Transaction};
+use std::ops::Bound;
+
+/// Where a tree's locks live in the lock-name hierarchy: database ▸ table ▸ key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LockSpace {
+    /// Database number.
+    pub db: u32,
+    /// Table (or index) number within the database.
+    pub table: u32,
+}
+
+impl LockSpace {
+    /// The lock name of `key`.
+    pub fn key(&self, key: &[u8]) -> LockName {
+        LockName::key(self.db, self.table, key)
+    }
+
+    /// The lock name of the end of the tree (the next key after the last key).
+    pub fn end(&self) -> LockName {
+        LockName::row(self.db, self.table, u64::MAX)
+    }
+
+    /// The lock name of `next` (a key, or `None` for the end).
+    pub fn next_key(&self, next: Option<&[u8]>) -> LockName {
+        next.map_or_else(|| self.end(), |k| self.key(k))
+    }
+
+    /// The table's lock name (the parent of every key).
+    pub fn table(&self) -> LockName {
+        LockName::table(self.db, self.table)
+    }
+}
+
+/// Takes the table intention lock `intent` and then `mode` on `name` for `duration`,
+/// waiting with nothing latched.
+fn lock_waiting(
+    txn: &mut Transaction<'_>,
+    space: &LockSpace,
+    intent: LockMode,
+    name: &LockName,
+    mode: LockMode,
+    duration: LockDuration,
+) -> Result<()> {
+    txn.lock(&space.table(), intent, LockDuration::Long, Wait::Yes)?;
+    txn.lock(name, mode, duration, Wait::Yes)?;
+    Ok(())
+}
+
+impl BTree {
+    /// This tree, locking its keys in the name space `space` for the transactional
+    /// operations (module doc).
+    pub fn with_locking(mut self, space: LockSpace) -> BTree {
+        self.locking = Some(space);
+        self
+    }
+
+    /// The tree's lock name space, if it locks.
+    pub fn lock_space(&self) -> Option<LockSpace> {
+        self.locking
+    }
+
+    /// Locks `key` for a change: IX on the table, X long on the key (no latch held).
+    pub(crate) fn lock_for_write(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<()> {
+        match &self.locking {
+            Some(s) => lock_waiting(txn, s, mgl::IX, &s.key(key), mgl::X, LockDuration::Long),
+            None => Ok(()),
+        }
+    }
+
+    /// The read-lock duration of `txn`'s isolation level; `None` at READ UNCOMMITTED.
+    fn read_duration(txn: &Transaction<'_>) -> Option<LockDuration> {
+        match txn.isolation() {
+            IsolationLevel::ReadUncommitted => None,
+            IsolationLevel::ReadCommitted => Some(LockDuration::Short),
+            IsolationLevel::RepeatableRead | IsolationLevel::Serializable => {
+                Some(LockDuration::Long)
+            }
+        }
+    }
+
+    /// Locks `name` for reading at `txn`'s level; returns whether a short lock was taken
+    /// (to release after the read).
+    fn lock_for_read(&self, txn: &mut Transaction<'_>, name: &LockName) -> Result<bool> {
+        let (Some(s), Some(d)) = (&self.locking, Self::read_duration(txn)) else {
+            return Ok(false);
+        };
+        if txn.holds(name, mgl::S, d) {
+            return Ok(false);
+        }
+        lock_waiting(txn, s, mgl::IS, name, mgl::S, d)?;
+        Ok(d == LockDuration::Short)
+    }
+
+    /// The value of `key` read in `txn`, with the read locks of its isolation level.
+    ///
+    /// # Errors
+    /// As [`BTree::get`]; [`crate::Error::Deadlock`] and [`crate::Error::LockTimeout`] from
+    /// the lock (retryable after a rollback).
+    pub fn get_in(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_key(key)?;
+        let short = match &self.locking {
+            Some(s) => self.lock_for_read(txn, &s.key(key))?,
+            None => false,
+        };
+        let v = self.get(key);
+        if short {
+            txn.release_short_locks();
+        }
+        v
+    }
+
+    /// The key/value pairs between `lower` and `upper` in `dir` order, read in `txn` with
+    /// the read locks of its isolation level (module doc; at SERIALIZABLE no key can appear
+    /// in the range until `txn` ends). Each pair is read after its key is locked.
+    ///
+    /// # Errors
+    /// As [`BTree::get_in`].
+    pub fn scan_in<'a, 't, 'm>(
+        &'a self,
+        txn: &'t mut Transaction<'m>,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        dir: ScanDirection,
+    ) -> LockedCursor<'a, 't, 'm> {
+        let end_bound = match upper {
+            Bound::Included(k) => Bound::Excluded(k.to_vec()),
+            Bound::Excluded(k) => Bound::Included(k.to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        LockedCursor {
+            tree: self,
+            inner: self.scan(lower, upper, dir),
+            txn,
+            after_upper: Some(end_bound),
+        }
+    }
+
+    /// The first key at or after (`Included`) or after (`Excluded`) `from`; `None` at the
+    /// end of the tree. `Unbounded` means the end.
+    pub(crate) fn next_key(&self, from: &Bound<Vec<u8>>) -> Result<Option<Vec<u8>>> {
+        let lower = match from {
+            Bound::Included(k) => Bound::Included(k.as_slice()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+            Bound::Unbounded => return Ok(None),
+        };
+        self.scan(lower, Bound::Unbounded, ScanDirection::Forward)
+            .next()
+            .transpose()
+            .map(|kv| kv.map(|(k, _)| k))
+    }
+
+    /// The next-key lock of an insert (IX instant) or a delete (X long), asked under the
+    /// leaf's X latch: `Wait::No`. Returns the request that would block, for the caller to
+    /// wait for after dropping the latch.
+    pub(crate) fn next_key_lock(
+        &self,
+        txn: &mut Transaction<'_>,
+        next: Option<&[u8]>,
+        delete: bool,
+    ) -> Result<Option<NextKeyWait>> {
+        let Some(s) = &self.locking else {
+            return Ok(None);
+        };
+        let (mode, duration) = if delete {
+            (mgl::X, LockDuration::Long)
+        } else {
+            (mgl::IX, LockDuration::Instant)
+        };
+        let name = s.next_key(next);
+        match txn.lock(&name, mode, duration, Wait::No)? {
+            LockStatus::Granted => Ok(None),
+            LockStatus::WouldBlock => Ok(Some(NextKeyWait {
+                name,
+                mode,
+                duration,
+            })),
+        }
+    }
+}
+
+/// A next-key lock to wait for with no latch held ([`BTree::next_key_lock`]).
+pub(crate) struct NextKeyWait {
+    name: LockName,
+    mode: LockMode,
+    duration: LockDuration,
+}
+
+impl NextKeyWait {
+    /// Waits for the lock (the caller holds no latch), then the operation starts over.
+    pub(crate) fn wait(self, txn: &mut Transaction<'_>) -> Result<()> {
+        txn.lock(&self.name, self.mode, self.duration, Wait::Yes)
+            .map(|_| ())
+    }
+}
+
+/// A range read in a transaction ([`BTree::scan_in`]).
+pub struct LockedCursor<'a, 't, 'm> {
+    tree: &'a BTree,
+    inner: Cursor<'a>,
+    txn: &'t mut Transaction<'m>,
+    /// Where the next key after the range starts (taken once the range is exhausted).
+    after_upper: Option<Bound<Vec<u8>>>,
+}
+
+impl LockedCursor<'_, '_, '_> {
+    /// At SERIALIZABLE, S long on the next key after the range (or the end).
+    fn lock_after_range(&mut self) -> Result<()> {
+        let Some(from) = self.after_upper.take() else {
+            return Ok(());
+        };
+        let Some(s) = self.tree.locking else {
+            return Ok(());
+        };
+        if self.txn.isolation() != IsolationLevel::Serializable {
+            return Ok(());
+        }
+        loop {
+            let next = self.tree.next_key(&from)?;
+            let name = s.next_key(next.as_deref());
+            self.tree.lock_for_read(self.txn, &name)?;
+            // A key inserted into the gap before the lock was granted would be the next
+            // key now: lock until the next key is one this transaction holds.
+            let again = self.tree.next_key(&from)?;
+            if again == next {
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl Iterator for LockedCursor<'_, '_, '_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (key, copied) = match self.inner.next() {
+                Some(Ok(kv)) => kv,
+                Some(Err(e)) => return Some(Err(e)),
+                None => {
+                    return match self.lock_after_range() {
+                        Ok(()) => None,
+                        Err(e) => Some(Err(e)),
+                    }
+                }
+            };
+            let Some(s) = self.tree.locking else {
+                return Some(Ok((key, copied)));
+            };
+            // Lock, then read the value again: what the cursor copied may be uncommitted.
+            let short = match self.tree.lock_for_read(self.txn, &s.key(&key)) {
+                Ok(short) => short,
+                Err(e) => return Some(Err(e)),
+            };
+            let value = self.tree.get(&key);
+            if short {
+                self.txn.release_short_locks();
+            }
+            match value {
+                Ok(Some(v)) => return Some(Ok((key, v))),
+                Ok(None) => continue, // deleted (and committed) since the cursor saw it
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
