@@ -209,10 +209,7 @@ impl HybridLatch {
                 // the writer's scan sees our slot (invariant 4).
                 loom_sc_fence();
                 if self.state.load(SeqCst) & (BIAS | X_BIT) == BIAS {
-                    return Some(SharedGuard {
-                        latch: self,
-                        slot: idx as u32,
-                    });
+                    return Some(SharedGuard::held(self, idx as u32));
                 }
                 readers::retire(self.table(), idx);
             }
@@ -239,10 +236,7 @@ impl HybridLatch {
         if contended && s & BIAS == 0 {
             self.consider_bias();
         }
-        Some(SharedGuard {
-            latch: self,
-            slot: COUNTED,
-        })
+        Some(SharedGuard::held(self, COUNTED))
     }
 
     /// Readers overlapped on the counted path: bias the latch unless a recent revocation
@@ -343,7 +337,7 @@ impl HybridLatch {
             self.inhibit.store(INHIBIT_ACQUISITIONS, Relaxed);
         }
         fence(Release); // seqlock: X is visible before any data store (module doc)
-        Some(ExclusiveGuard { latch: self })
+        Some(ExclusiveGuard::held(self))
     }
 
     /// Acquires the latch exclusively, waiting for other holders to leave.
@@ -381,7 +375,7 @@ impl HybridLatch {
             self.wait_while(|s| s & X_BIT != 0);
         };
         self.finish_exclusive(prev);
-        (ExclusiveGuard { latch: self }, Some(start.elapsed()))
+        (ExclusiveGuard::held(self), Some(start.elapsed()))
     }
 
     /// After the CAS that set X (replacing `prev`): seqlock fence, revoke a bias that was
@@ -513,7 +507,7 @@ impl<'a> OptimisticGuard<'a> {
             }
         }
         l.finish_exclusive(s);
-        Ok(ExclusiveGuard { latch: l })
+        Ok(ExclusiveGuard::held(l))
     }
 }
 
@@ -524,10 +518,19 @@ pub struct SharedGuard<'a> {
     slot: u32,
 }
 
+impl<'a> SharedGuard<'a> {
+    #[inline]
+    fn held(latch: &'a HybridLatch, slot: u32) -> Self {
+        super::held::acquired();
+        SharedGuard { latch, slot }
+    }
+}
+
 impl Drop for SharedGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         self.latch.unlock_shared(self.slot);
+        super::held::released();
     }
 }
 
@@ -537,6 +540,12 @@ pub struct ExclusiveGuard<'a> {
 }
 
 impl<'a> ExclusiveGuard<'a> {
+    #[inline]
+    fn held(latch: &'a HybridLatch) -> Self {
+        super::held::acquired();
+        ExclusiveGuard { latch }
+    }
+
     /// Atomically turns the exclusive hold into a shared one (bumping the version, since the
     /// data may have changed). Waiting readers are woken.
     pub fn downgrade(self) -> SharedGuard<'a> {
@@ -554,6 +563,7 @@ impl Drop for ExclusiveGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         self.latch.unlock_exclusive();
+        super::held::released();
     }
 }
 

@@ -89,6 +89,7 @@
 //! The `loom` models in `loom_tests.rs` check invariants 1–4 (`RUSTFLAGS="--cfg loom"`);
 //! `stress_tests.rs` runs the same checks on real threads, with and without bias.
 
+pub mod held;
 mod latch;
 mod readers;
 mod shim;

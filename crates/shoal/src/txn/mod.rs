@@ -495,6 +495,14 @@ impl<'m> Transaction<'m> {
         if self.finished {
             return Err(Error::invalid("txn", "the transaction has ended"));
         }
+        // DESIGN.md principle 5: a request that may wait is made with no latch held (debug
+        // builds count the latches each thread holds; `sync::held`).
+        debug_assert!(
+            wait == Wait::No || crate::sync::held::latches_held() == 0,
+            "transaction {} asked to wait for a lock on {name:?} while holding {} latches",
+            self.id,
+            crate::sync::held::latches_held()
+        );
         let owner = match &mut self.locks {
             Some(o) => o,
             None => self.locks.insert(self.mgr.locks.owner(self.id)?),
