@@ -59,6 +59,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// Another process (or another `Database` in this one) has the database directory open:
+    /// its `LOCK` file is locked.
+    #[error("database {path} is in use: another process holds its lock file")]
+    DatabaseInUse {
+        /// The database directory.
+        path: String,
+    },
+
     /// A file is not a Shoal file, or its header is damaged or of an unsupported version.
     #[error("{path} is not a usable Shoal file: {reason}")]
     BadFile {

@@ -38,6 +38,7 @@
 
 pub mod btree;
 pub mod buffer;
+pub mod db;
 pub mod engine;
 pub mod error;
 pub mod io;
@@ -54,6 +55,7 @@ pub mod table;
 pub mod txn;
 pub mod types;
 
+pub use db::Database;
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use options::Options;

@@ -99,6 +99,20 @@ impl BTree {
         }
     }
 
+    /// The value of `key` after X-locking it (long): a read for a change that follows.
+    ///
+    /// # Errors
+    /// As [`BTree::get_in`].
+    pub(crate) fn get_in_for_update(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        self.check_key(key)?;
+        self.lock_for_write(txn, key)?;
+        self.get(key)
+    }
+
     /// The read-lock duration of `txn`'s isolation level; `None` at READ UNCOMMITTED.
     fn read_duration(txn: &Transaction<'_>) -> Option<LockDuration> {
         match txn.isolation() {

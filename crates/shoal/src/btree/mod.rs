@@ -120,6 +120,7 @@ pub use cursor::{Cursor, ScanDirection};
 pub use locking::{LockSpace, LockedCursor};
 pub use node::max_key_bytes;
 pub use overflow::MAX_VALUE_BYTES;
+pub(crate) use tree::printable;
 pub use tree::BTree;
 pub use verify::VerifyReport;
 pub use wal::{BTreeRm, RM_BTREE};

@@ -82,8 +82,10 @@
 //! comparison and the assignment rule for excess spaces are SQL's (ISO 9075 §8.2, §9.2),
 //! as PostgreSQL implements them. The code is ours.
 
+mod catalog;
 mod check;
 mod codec;
+mod handle;
 mod keys;
 mod row;
 mod schema;
@@ -96,7 +98,9 @@ mod prop_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use catalog::Catalog;
 pub use codec::{decode_row, encode_row, RowView, ROW_FORMAT_VERSION, ROW_MAX_BYTES};
+pub use handle::Table;
 pub use keys::{decode_key, encode_key, encode_key_prefix, key_type, key_value};
 pub use row::Row;
 pub use schema::{

@@ -1,0 +1,373 @@
+//! Table operations in a transaction: a [`Table`] is a primary B-tree keyed by the primary
+//! key, holding whole rows, plus one B-tree per secondary index mapping its key (rule 6 of
+//! the module doc) to the primary key (DESIGN.md §3.10).
+//!
+//! Invariants (checked by [`Table::verify`]): every row's index entries exist in every index
+//! and every index entry names a row whose indexed columns give that key. Each operation
+//! changes the primary tree and the indexes inside the caller's transaction, so a rollback
+//! (or a crash before commit) undoes them together. Locking is the trees': the primary tree
+//! locks primary keys, each index its own keys (`btree::locking`), at the transaction's
+//! isolation level.
+
+use super::codec::{decode_row, encode_row};
+use super::{Row, TableDef, Value};
+use crate::btree::{BTree, ScanDirection};
+use crate::error::{Error, Result};
+use crate::txn::Transaction;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// An open table: its definition and trees. Cheap to clone; share it between threads.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub(crate) def: Arc<TableDef>,
+    pub(crate) id: u32,
+    pub(crate) primary: BTree,
+    pub(crate) indexes: Vec<BTree>,
+}
+
+impl Table {
+    /// The table's definition.
+    pub fn def(&self) -> &Arc<TableDef> {
+        &self.def
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        self.def.name()
+    }
+
+    /// The table's number in the catalog (its lock name is `table(0, id)`).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Names a `DuplicateKey` of the tree of `index` (`None`: the primary key).
+    fn name_duplicate(&self, index: Option<usize>, e: Error) -> Error {
+        match e {
+            Error::DuplicateKey { key, .. } => Error::DuplicateKey {
+                index: match index {
+                    None => format!("{}.PRIMARY KEY", self.name()),
+                    Some(i) => format!("{}.{}", self.name(), self.def.indexes()[i].name),
+                },
+                key,
+            },
+            e => e,
+        }
+    }
+
+    /// Inserts `row` (its columns by name or position, see [`Row`]).
+    ///
+    /// # Errors
+    /// [`Error::DuplicateKey`] naming the primary key or the unique index that already holds
+    /// the key (nothing is changed: a partial insert is rolled back to a savepoint);
+    /// [`Error::NotNull`], [`Error::TypeMismatch`], [`Error::ValueTooLong`],
+    /// [`Error::NoSuchColumn`] for a row that does not fit the table; lock errors
+    /// ([`Error::Deadlock`], [`Error::LockTimeout`]: roll back and retry); log and
+    /// buffer-pool errors.
+    pub fn insert(&self, txn: &mut Transaction<'_>, row: &Row) -> Result<()> {
+        let values = self.def.check_row(row)?;
+        let pk = self.def.primary_key_of(&values)?;
+        let bytes = encode_row(&self.def, &values)?;
+        let sp = txn.savepoint();
+        let r = (|| {
+            self.primary
+                .insert(txn, &pk, &bytes)
+                .map_err(|e| self.name_duplicate(None, e))?;
+            for (i, tree) in self.indexes.iter().enumerate() {
+                let key = self.def.index_key_of(i, &values)?;
+                tree.insert(txn, &key, &pk)
+                    .map_err(|e| self.name_duplicate(Some(i), e))?;
+            }
+            Ok(())
+        })();
+        if r.is_err() {
+            txn.rollback_to(&sp)?;
+        }
+        r
+    }
+
+    /// The row whose primary key columns hold `key` (in primary-key column order), read
+    /// with the locks of the transaction's isolation level; `None` if there is none.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] and friends for key values that do not fit the key columns;
+    /// [`Error::InvalidArgument`] for the wrong number of values; lock, log and
+    /// buffer-pool errors; [`Error::CorruptRecord`] for a row that does not decode.
+    pub fn get(&self, txn: &mut Transaction<'_>, key: &[Value]) -> Result<Option<Row>> {
+        let pk = self.primary_key(key)?;
+        match self.primary.get_in(txn, &pk)? {
+            Some(bytes) => Row::decode(&self.def, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn primary_key(&self, key: &[Value]) -> Result<Vec<u8>> {
+        let cols = self.def.primary_key();
+        if key.len() != cols.len() {
+            return Err(Error::invalid(
+                "key",
+                format!(
+                    "table `{}` has {} primary-key columns, {} values given",
+                    self.name(),
+                    cols.len(),
+                    key.len()
+                ),
+            ));
+        }
+        super::encode_key_prefix(&self.def, cols, key)
+    }
+
+    /// Sets the columns named in `changes` of the row with primary key `key`; returns
+    /// whether the row exists. Indexes whose columns change are updated; a change of a
+    /// primary-key column moves the row (delete and insert).
+    ///
+    /// # Errors
+    /// As [`Table::insert`]; nothing is changed on error.
+    pub fn update(&self, txn: &mut Transaction<'_>, key: &[Value], changes: &Row) -> Result<bool> {
+        let pk = self.primary_key(key)?;
+        // X on the row first, so the read below is of the row this transaction will change.
+        let Some(old_bytes) = self.read_for_update(txn, &pk)? else {
+            return Ok(false);
+        };
+        let old = decode_row(&self.def, &old_bytes)?;
+        let (new, _changed) = self.def.check_update(&old, changes)?;
+        let new_pk = self.def.primary_key_of(&new)?;
+        let sp = txn.savepoint();
+        let r = (|| {
+            if new_pk != pk {
+                self.primary.delete(txn, &pk)?;
+                self.primary
+                    .insert(txn, &new_pk, &encode_row(&self.def, &new)?)
+                    .map_err(|e| self.name_duplicate(None, e))?;
+            } else {
+                self.primary
+                    .update(txn, &pk, &encode_row(&self.def, &new)?)?;
+            }
+            for (i, tree) in self.indexes.iter().enumerate() {
+                let (ok, nk) = (
+                    self.def.index_key_of(i, &old)?,
+                    self.def.index_key_of(i, &new)?,
+                );
+                if ok != nk || new_pk != pk {
+                    tree.delete(txn, &ok)?;
+                    tree.insert(txn, &nk, &new_pk)
+                        .map_err(|e| self.name_duplicate(Some(i), e))?;
+                }
+            }
+            Ok(true)
+        })();
+        if r.is_err() {
+            txn.rollback_to(&sp)?;
+        }
+        r
+    }
+
+    /// The row bytes at `pk`, after an X lock on it.
+    fn read_for_update(&self, txn: &mut Transaction<'_>, pk: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.primary.get_in_for_update(txn, pk)
+    }
+
+    /// Deletes the row with primary key `key`; returns it, or `None` if there was none.
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    pub fn delete(&self, txn: &mut Transaction<'_>, key: &[Value]) -> Result<Option<Row>> {
+        let pk = self.primary_key(key)?;
+        let Some(old_bytes) = self.read_for_update(txn, &pk)? else {
+            return Ok(None);
+        };
+        let old = decode_row(&self.def, &old_bytes)?;
+        let sp = txn.savepoint();
+        let r = (|| {
+            for (i, tree) in self.indexes.iter().enumerate() {
+                tree.delete(txn, &self.def.index_key_of(i, &old)?)?;
+            }
+            self.primary.delete(txn, &pk)?;
+            Ok(())
+        })();
+        if let Err(e) = r {
+            txn.rollback_to(&sp)?;
+            return Err(e);
+        }
+        Row::from_table(self.def.clone(), old).map(Some)
+    }
+
+    /// The rows whose primary keys lie between `lower` and `upper` (prefixes of the primary
+    /// key, in its column order: `[]` is unbounded), in key order or its reverse, read with
+    /// the locks of the transaction's isolation level.
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    pub fn scan(
+        &self,
+        txn: &mut Transaction<'_>,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        dir: ScanDirection,
+    ) -> Result<Vec<Row>> {
+        let cols = self.def.primary_key();
+        let Some((lo, hi)) = key_range(&self.def, cols, lower, upper)? else {
+            return Ok(Vec::new());
+        };
+        self.primary
+            .scan_in(txn, as_bound(&lo), as_bound(&hi), dir)
+            .map(|kv| kv.and_then(|(_, bytes)| Row::decode(&self.def, &bytes)))
+            .collect()
+    }
+
+    /// The rows whose values in the columns of index `index` begin with `prefix` (a prefix
+    /// of the index's columns, in order), in index order.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`]-like [`Error::InvalidArgument`] for an unknown index; as
+    /// [`Table::get`].
+    pub fn scan_index(
+        &self,
+        txn: &mut Transaction<'_>,
+        index: &str,
+        prefix: &[Value],
+    ) -> Result<Vec<Row>> {
+        let i = self.def.index_position(index).ok_or_else(|| {
+            Error::invalid(
+                "index",
+                format!("table `{}` has no index `{index}`", self.name()),
+            )
+        })?;
+        let cols = self.def.index_columns(i);
+        let lo = super::encode_key_prefix(&self.def, cols, prefix)?;
+        let hi = crate::btree::key::prefix_successor(&lo);
+        let upper = match &hi {
+            Some(h) => Bound::Excluded(h.as_slice()),
+            None => Bound::Unbounded,
+        };
+        let pks = self.indexes[i]
+            .scan_in(txn, Bound::Included(&lo), upper, ScanDirection::Forward)
+            .map(|kv| kv.map(|(_, pk)| pk))
+            .collect::<Result<Vec<_>>>()?;
+        let mut rows = Vec::with_capacity(pks.len());
+        for pk in pks {
+            match self.primary.get_in(txn, &pk)? {
+                Some(bytes) => rows.push(Row::decode(&self.def, &bytes)?),
+                None => {
+                    return Err(Error::CorruptRecord {
+                        what: format!("index `{index}` of table `{}`", self.name()),
+                        reason: "an index entry names a row that does not exist".into(),
+                    })
+                }
+            }
+        }
+        Ok(rows)
+    }
+}
+
+impl Table {
+    /// Checks the table (no locks: run it on a quiet database): every tree passes
+    /// [`BTree::verify`], every row decodes, and the indexes hold exactly one entry per row,
+    /// each naming its row's primary key. Returns the problems found (empty if none) and the
+    /// number of rows.
+    ///
+    /// # Errors
+    /// Buffer-pool errors (corruption is reported as a problem, not an error).
+    pub fn verify(&self) -> Result<(u64, Vec<String>)> {
+        let mut problems = Vec::new();
+        let name = self.name().to_string();
+        for (what, tree) in std::iter::once(("primary".to_string(), &self.primary)).chain(
+            self.indexes
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (self.def.indexes()[i].name.clone(), t)),
+        ) {
+            let r = tree.verify()?;
+            problems.extend(r.problems.iter().map(|p| format!("{name}.{what}: {p}")));
+        }
+        let mut rows = 0u64;
+        let mut expected: Vec<std::collections::BTreeMap<Vec<u8>, Vec<u8>>> =
+            vec![Default::default(); self.indexes.len()];
+        for kv in self.primary.iter() {
+            let (pk, bytes) = kv?;
+            rows += 1;
+            let values = match decode_row(&self.def, &bytes) {
+                Ok(v) => v,
+                Err(e) => {
+                    problems.push(format!("{name}: row {}: {e}", crate::btree::printable(&pk)));
+                    continue;
+                }
+            };
+            match self.def.primary_key_of(&values) {
+                Ok(k) if k == pk => {}
+                _ => problems.push(format!(
+                    "{name}: row {} is stored under another primary key",
+                    crate::btree::printable(&pk)
+                )),
+            }
+            for (i, map) in expected.iter_mut().enumerate() {
+                if let Ok(k) = self.def.index_key_of(i, &values) {
+                    map.insert(k, pk.clone());
+                }
+            }
+        }
+        for (i, tree) in self.indexes.iter().enumerate() {
+            let ix = &self.def.indexes()[i].name;
+            let found = tree
+                .iter()
+                .collect::<Result<std::collections::BTreeMap<Vec<u8>, Vec<u8>>>>()?;
+            if found != expected[i] {
+                let missing = expected[i]
+                    .keys()
+                    .filter(|k| !found.contains_key(*k))
+                    .count();
+                let extra = found
+                    .iter()
+                    .filter(|(k, v)| expected[i].get(*k) != Some(v))
+                    .count();
+                problems.push(format!(
+                    "{name}.{ix}: {missing} rows without their entry, {extra} entries without their row"
+                ));
+            }
+        }
+        Ok((rows, problems))
+    }
+}
+
+fn as_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Lower and upper byte bounds of a key range.
+type KeyBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// Byte bounds for value-prefix bounds: a lower prefix includes (or excludes) every key
+/// extending it; so does an upper one. `None`: the range is empty (an excluded lower prefix
+/// with no successor).
+fn key_range(
+    def: &TableDef,
+    cols: &[usize],
+    lower: Bound<&[Value]>,
+    upper: Bound<&[Value]>,
+) -> Result<Option<KeyBounds>> {
+    let enc = |v: &[Value]| super::encode_key_prefix(def, cols, v);
+    let lo = match lower {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included([]) => Bound::Unbounded,
+        Bound::Included(v) => Bound::Included(enc(v)?),
+        Bound::Excluded(v) => match crate::btree::key::prefix_successor(&enc(v)?) {
+            Some(s) => Bound::Included(s),
+            None => return Ok(None),
+        },
+    };
+    let hi = match upper {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included([]) => Bound::Unbounded,
+        Bound::Included(v) => match crate::btree::key::prefix_successor(&enc(v)?) {
+            Some(s) => Bound::Excluded(s),
+            None => Bound::Unbounded,
+        },
+        Bound::Excluded(v) => Bound::Excluded(enc(v)?),
+    };
+    Ok(Some((lo, hi)))
+}

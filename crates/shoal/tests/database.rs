@@ -1,0 +1,215 @@
+//! The embedded API (issue 6): create a database, define a table with a primary key, a
+//! unique and a non-unique index, run transactions, close, reopen and find everything;
+//! rolled-back CREATE and DROP; errors named; the directory lock.
+
+use shoal::table::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+use shoal::{Database, Error, IsolationLevel, Options};
+use std::ops::Bound;
+
+fn options() -> Options {
+    Options {
+        pool_size_bytes: 256 * 8192,
+        ..Options::default()
+    }
+}
+
+fn account_def() -> TableDef {
+    TableDef::new(
+        "account",
+        vec![
+            Column::new("id", ColumnType::Int8),
+            Column::new("email", ColumnType::Varchar(64)).not_null(),
+            Column::new("branch", ColumnType::Int4).not_null(),
+            Column::new("balance", ColumnType::Int8).not_null(),
+            Column::new("note", ColumnType::Varchar(200)),
+        ],
+        &["id"],
+    )
+    .unwrap()
+    .with_index(IndexDef::new("by_email", ["email"]).unique())
+    .unwrap()
+    .with_index(IndexDef::new("by_branch", ["branch"]))
+    .unwrap()
+}
+
+fn account(id: i64) -> Row {
+    Row::new()
+        .with("id", id)
+        .with("email", format!("user{id}@example.com"))
+        .with("branch", (id % 7) as i32)
+        .with("balance", 1_000 + id)
+        .with(
+            "note",
+            if id % 3 == 0 {
+                None
+            } else {
+                Some(format!("n{id}"))
+            },
+        )
+}
+
+#[test]
+fn tables_persist_across_close_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        let db = Database::create(&path, &options()).unwrap();
+        let mut tx = db.begin(IsolationLevel::ReadCommitted);
+        let t = db.create_table(&mut tx, account_def()).unwrap();
+        for id in 0..500 {
+            t.insert(&mut tx, &account(id)).unwrap();
+        }
+        tx.commit().unwrap();
+        // Update an indexed column, delete some rows, roll one change back.
+        let mut tx = db.begin(IsolationLevel::RepeatableRead);
+        assert!(t
+            .update(
+                &mut tx,
+                &[Value::Int8(10)],
+                &Row::new().with("branch", 99i32)
+            )
+            .unwrap());
+        for id in 400..450 {
+            assert!(t.delete(&mut tx, &[Value::Int8(id)]).unwrap().is_some());
+        }
+        tx.commit().unwrap();
+        let mut tx = db.begin(IsolationLevel::ReadCommitted);
+        t.update(
+            &mut tx,
+            &[Value::Int8(11)],
+            &Row::new().with("balance", -5i64),
+        )
+        .unwrap();
+        tx.abort().unwrap();
+        let (rows, problems) = t.verify().unwrap();
+        assert_eq!((rows, problems), (450, Vec::<String>::new()));
+        db.close().unwrap();
+    }
+    let db = Database::open(&path, &options()).unwrap();
+    let mut tx = db.begin(IsolationLevel::Serializable);
+    let t = db.table(&mut tx, "account").unwrap();
+    let r = t.get(&mut tx, &[Value::Int8(10)]).unwrap().unwrap();
+    assert_eq!(r.get::<i32>("branch").unwrap(), 99);
+    let r = t.get(&mut tx, &[Value::Int8(11)]).unwrap().unwrap();
+    assert_eq!(r.get::<i64>("balance").unwrap(), 1_011);
+    assert!(t.get(&mut tx, &[Value::Int8(420)]).unwrap().is_none());
+    let in_99 = t
+        .scan_index(&mut tx, "by_branch", &[Value::Int4(99)])
+        .unwrap();
+    assert_eq!(in_99.len(), 1);
+    let by_email = t
+        .scan_index(&mut tx, "by_email", &[Value::from("user7@example.com")])
+        .unwrap();
+    assert_eq!(by_email[0].get::<i64>("id").unwrap(), 7);
+    let range = t
+        .scan(
+            &mut tx,
+            Bound::Included(&[Value::Int8(100)][..]),
+            Bound::Excluded(&[Value::Int8(110)][..]),
+            shoal::btree::ScanDirection::Backward,
+        )
+        .unwrap();
+    let ids: Vec<i64> = range.iter().map(|r| r.get::<i64>("id").unwrap()).collect();
+    assert_eq!(ids, (100..110).rev().collect::<Vec<_>>());
+    tx.commit().unwrap();
+    let (rows, problems) = t.verify().unwrap();
+    assert_eq!((rows, problems), (450, Vec::<String>::new()));
+    db.close().unwrap();
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path(), &options()).unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let t = db.create_table(&mut tx, account_def()).unwrap();
+    t.insert(&mut tx, &account(1)).unwrap();
+    let e = t.insert(&mut tx, &account(1)).unwrap_err();
+    assert!(
+        matches!(&e, Error::DuplicateKey { index, .. } if index == "account.PRIMARY KEY"),
+        "{e}"
+    );
+    let dup_email = account(2).with("email", "user1@example.com");
+    let e = t.insert(&mut tx, &dup_email).unwrap_err();
+    assert!(
+        matches!(&e, Error::DuplicateKey { index, .. } if index == "account.by_email"),
+        "{e}"
+    );
+    // The failed insert left nothing behind (its primary row was rolled back).
+    assert!(t.get(&mut tx, &[Value::Int8(2)]).unwrap().is_none());
+    let e = t
+        .insert(&mut tx, &account(3).with("email", Value::Null))
+        .unwrap_err();
+    assert!(matches!(e, Error::NotNull { .. }), "{e}");
+    assert!(e.to_string().contains("email"), "{e}");
+    let e = t
+        .insert(&mut tx, &account(4).with("balance", "lots"))
+        .unwrap_err();
+    assert!(matches!(e, Error::TypeMismatch { .. }), "{e}");
+    let e = db.table(&mut tx, "nope").unwrap_err();
+    assert!(
+        matches!(&e, Error::NoSuchTable { name } if name == "nope"),
+        "{e}"
+    );
+    let e = db.create_table(&mut tx, account_def()).unwrap_err();
+    assert!(matches!(e, Error::DuplicateKey { .. }), "{e}");
+    tx.commit().unwrap();
+    let (rows, problems) = t.verify().unwrap();
+    assert_eq!((rows, problems), (1, Vec::<String>::new()));
+    db.close().unwrap();
+}
+
+#[test]
+fn rolled_back_create_and_committed_drop_leave_no_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path(), &options()).unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    db.create_table(&mut tx, account_def()).unwrap();
+    tx.abort().unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    assert!(matches!(
+        db.table(&mut tx, "account"),
+        Err(Error::NoSuchTable { .. })
+    ));
+    let t = db.create_table(&mut tx, account_def()).unwrap();
+    for id in 0..300 {
+        t.insert(&mut tx, &account(id)).unwrap();
+    }
+    tx.commit().unwrap();
+    assert_eq!(
+        db.catalog().table_names().unwrap(),
+        vec!["account".to_string()]
+    );
+    let allocated = db.engine().space().allocated_count().unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    db.drop_table(&mut tx, "account").unwrap();
+    tx.commit().unwrap();
+    assert!(db.catalog().table_names().unwrap().is_empty());
+    assert!(db.engine().space().allocated_count().unwrap() < allocated);
+    db.close().unwrap();
+}
+
+#[test]
+fn one_process_at_a_time_and_clear_errors_for_wrong_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path(), &options()).unwrap();
+    let e = Database::open(dir.path(), &options()).unwrap_err();
+    assert!(matches!(e, Error::DatabaseInUse { .. }), "{e}");
+    let e = Database::create(dir.path(), &options()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DatabaseInUse { .. } | Error::InvalidArgument { .. }
+        ),
+        "{e}"
+    );
+    db.close().unwrap();
+    let e = Database::create(dir.path(), &options()).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    let missing = dir.path().join("missing");
+    let e = Database::open(&missing, &options()).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    std::fs::remove_file(dir.path().join("catalog")).unwrap();
+    let e = Database::open(dir.path(), &options()).unwrap_err();
+    assert!(matches!(e, Error::BadFile { .. }), "{e}");
+}
