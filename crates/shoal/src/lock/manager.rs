@@ -292,9 +292,8 @@ impl Shared {
                 Err(e)
             }
             Verdict::NoCycle => {
-                let deadline = start
-                    .checked_add(self.options.timeout)
-                    .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365));
+                // No deadline if the timeout is too large to add (waits until granted).
+                let deadline = start.checked_add(self.options.timeout);
                 if self.owners.park_until(owner, epoch, deadline)
                     || self.table.cancel(&self.owners, owner, name, epoch, wake)
                 {
