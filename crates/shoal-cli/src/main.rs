@@ -759,7 +759,7 @@ mod tests {
         };
         assert!(a.variant.is_empty());
         assert_eq!(a.common.threads, None);
-        assert_eq!((a.partitions, a.rows_per_thread), (4096, 1024));
+        assert_eq!((a.partitions, a.rows_per_thread), (16_384, 1024));
 
         let cli = Cli::try_parse_from([
             "shoal",

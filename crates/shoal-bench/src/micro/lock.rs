@@ -53,7 +53,7 @@ const TABLE: u32 = 1;
 /// Settings of the lock benchmark.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockConfig {
-    /// Buckets of the lock table (a power of two). Default: the lock manager's (4096).
+    /// Buckets of the lock table (a power of two). Default: the lock manager's (16,384).
     pub partitions: usize,
     /// Rows each worker cycles through (at least [`ROWS_PER_TXN`]).
     pub rows_per_thread: u64,

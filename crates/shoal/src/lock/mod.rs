@@ -23,8 +23,9 @@
 //! ```
 //!
 //! Files: `mode.rs` (mode tables), `mgl.rs`, `tadom.rs` (the protocols), `name.rs`,
-//! `table.rs`, `fastpath.rs`, `waits.rs` (wait state and parking), `deadlock.rs`,
-//! `manager.rs` (options, request path), `owner.rs` (the per-transaction lock set).
+//! `table.rs` (buckets), `head.rs` (heads, queues, grant rules), `fastpath.rs`, `waits.rs`
+//! (wait state and parking), `deadlock.rs`, `manager.rs` (options, request path), `owner.rs`
+//! (the per-transaction lock set).
 //!
 //! ## Modes (`mode.rs`)
 //! A protocol is a [`ModeTable`]: modes are small integers; `compatible(requested,
@@ -162,6 +163,7 @@
 
 mod deadlock;
 mod fastpath;
+mod head;
 mod manager;
 pub mod mgl;
 mod mode;

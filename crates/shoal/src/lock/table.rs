@@ -7,169 +7,15 @@
 //!         queue: [Request{owner, granted, wanted}] in arrival order, 3 inline, more spilled
 //! ```
 //!
-//! Everything a request on a name with at most one other active name in its bucket touches
-//! is in the bucket's own padded lines: no pointer to follow, no heap block shared (by the
-//! allocator's packing) with another bucket's data that another core writes.
+//! A request on a name that is alone in its bucket touches only the bucket's own padded
+//! lines: no pointer to follow, no heap block shared (by the allocator's packing) with
+//! another bucket's data that another core writes.
 
+use super::head::{Bucket, Request};
 use super::mode::{ModeTable, NONE};
 use super::name::LockName;
 use super::shim::Mutex;
 use super::waits::Owners;
-use crossbeam_utils::CachePadded;
-
-/// One owner's request on one name. `granted`: the mode it holds (or `NONE`); `wanted`: the
-/// mode it waits for (`NONE` if not waiting). Granted and waiting: a conversion.
-#[derive(Clone, Copy, Debug)]
-struct Request {
-    owner: u32,
-    granted: u8,
-    wanted: u8,
-}
-
-impl Request {
-    const EMPTY: Request = Request {
-        owner: u32::MAX,
-        granted: NONE,
-        wanted: NONE,
-    };
-
-    fn is_converter(&self) -> bool {
-        self.granted != NONE && self.wanted != NONE
-    }
-}
-
-/// Requests stored inline in the head.
-const INLINE_REQUESTS: usize = 3;
-
-/// A head's queue in arrival order: the first [`INLINE_REQUESTS`] inline, the rest in
-/// `spill` (whose capacity is kept when the head is recycled: T6).
-struct Queue {
-    len: usize,
-    inline: [Request; INLINE_REQUESTS],
-    spill: Vec<Request>,
-}
-
-impl Queue {
-    const fn new() -> Queue {
-        Queue {
-            len: 0,
-            inline: [Request::EMPTY; INLINE_REQUESTS],
-            spill: Vec::new(),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline]
-    fn get(&self, i: usize) -> Request {
-        if i < INLINE_REQUESTS {
-            self.inline[i]
-        } else {
-            self.spill[i - INLINE_REQUESTS]
-        }
-    }
-
-    #[inline]
-    fn get_mut(&mut self, i: usize) -> &mut Request {
-        if i < INLINE_REQUESTS {
-            &mut self.inline[i]
-        } else {
-            &mut self.spill[i - INLINE_REQUESTS]
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = Request> + '_ {
-        (0..self.len).map(|i| self.get(i))
-    }
-
-    #[inline]
-    fn push(&mut self, r: Request) {
-        if self.len < INLINE_REQUESTS {
-            self.inline[self.len] = r;
-        } else {
-            self.spill.push(r);
-        }
-        self.len += 1;
-    }
-
-    /// Removes request `i`, keeping the order of the others.
-    fn remove(&mut self, i: usize) -> Request {
-        let r = self.get(i);
-        for j in i..self.len - 1 {
-            *self.get_mut(j) = self.get(j + 1);
-        }
-        if self.len > INLINE_REQUESTS {
-            self.spill.pop();
-        }
-        self.len -= 1;
-        r
-    }
-
-    #[inline]
-    fn position(&self, owner: u32) -> Option<usize> {
-        let mut i = 0;
-        while i < self.len {
-            if self.get(i).owner == owner {
-                return Some(i);
-            }
-            i += 1;
-        }
-        None
-    }
-}
-
-struct Head {
-    name: LockName,
-    /// Supremum of the granted modes (an upper bound: T3), `NONE` if none.
-    group: u8,
-    /// Requests with `wanted != NONE`.
-    waiting: u32,
-    requests: Queue,
-}
-
-impl Head {
-    fn new(name: LockName) -> Head {
-        Head {
-            name,
-            group: NONE,
-            waiting: 0,
-            requests: Queue::new(),
-        }
-    }
-}
-
-/// A bucket's heads: `head(0)` is `first`, `head(i)` is `more[i - 1]`; the first `active`
-/// are in use, the rest of `more` are spares (T6).
-struct Bucket {
-    active: usize,
-    first: Head,
-    more: Vec<Head>,
-}
-
-impl Default for Bucket {
-    fn default() -> Bucket {
-        Bucket {
-            active: 0,
-            first: Head::new(LockName::database(0)),
-            more: Vec::new(),
-        }
-    }
-}
-
-/// What a request got.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Granted,
-    WouldBlock,
-    /// Queued; the owner waits for the given epoch (see `waits`).
-    Enqueued(u64),
-}
 
 /// Owners to wake once the bucket latch is released (no allocation for up to 8).
 #[derive(Default)]
@@ -180,7 +26,7 @@ pub(crate) struct Wakeups {
 }
 
 impl Wakeups {
-    fn push(&mut self, owner: u32) {
+    pub(crate) fn push(&mut self, owner: u32) {
         if self.len < self.first.len() {
             self.first[self.len] = owner;
             self.len += 1;
@@ -205,145 +51,27 @@ impl Wakeups {
     }
 }
 
+/// What a request got.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Granted,
+    WouldBlock,
+    /// Queued; the owner waits for the given epoch (see `waits`).
+    Enqueued(u64),
+}
+
+/// A bucket aligned to a cache line, so that no line holds parts of two buckets (which
+/// different cores latch). 64 bytes, not `CachePadded`'s 128: a bucket is about 170 bytes,
+/// and padding it to 256 would cost a third more memory for a 2-line prefetch pairing.
+#[repr(align(64))]
+struct Slot(Mutex<Bucket>);
+
+const _: () = assert!(std::mem::size_of::<Slot>() <= 192);
+
 pub(crate) struct LockTable {
-    buckets: Box<[CachePadded<Mutex<Bucket>>]>,
+    buckets: Box<[Slot]>,
     mask: usize,
     modes: &'static ModeTable,
-}
-
-impl Bucket {
-    #[inline]
-    fn head(&self, i: usize) -> &Head {
-        if i == 0 {
-            &self.first
-        } else {
-            &self.more[i - 1]
-        }
-    }
-
-    #[inline]
-    fn head_mut(&mut self, i: usize) -> &mut Head {
-        if i == 0 {
-            &mut self.first
-        } else {
-            &mut self.more[i - 1]
-        }
-    }
-
-    #[inline]
-    fn find(&self, name: &LockName) -> Option<usize> {
-        if self.active == 0 {
-            return None;
-        }
-        let h = name.hash64();
-        if self.first.name.hash64() == h && self.first.name == *name {
-            return Some(0);
-        }
-        let more = &self.more[..self.active - 1];
-        let mut i = 0;
-        while i < more.len() {
-            if more[i].name.hash64() == h && more[i].name == *name {
-                return Some(i + 1);
-            }
-            i += 1;
-        }
-        None
-    }
-
-    /// Activates a head for `name` (a spare one if there is one: T6).
-    fn insert(&mut self, name: &LockName) -> usize {
-        let i = self.active;
-        self.active += 1;
-        if i > self.more.len() {
-            self.more.push(Head::new(name.clone()));
-        } else {
-            let h = self.head_mut(i);
-            h.name.clone_from(name);
-            h.group = NONE;
-            h.waiting = 0;
-            debug_assert!(h.requests.is_empty());
-        }
-        i
-    }
-
-    /// Makes head `i` (empty) a spare.
-    fn remove(&mut self, i: usize) {
-        debug_assert!(self.head(i).requests.is_empty());
-        let last = self.active - 1;
-        if i != last {
-            if i == 0 {
-                std::mem::swap(&mut self.first, &mut self.more[last - 1]);
-            } else {
-                self.more.swap(i - 1, last - 1);
-            }
-        }
-        self.active = last;
-    }
-}
-
-impl Head {
-    #[inline]
-    fn position(&self, owner: u32) -> Option<usize> {
-        self.requests.position(owner)
-    }
-
-    fn recompute_group(&mut self, m: &ModeTable) {
-        self.group = self
-            .requests
-            .iter()
-            .filter(|r| r.granted != NONE)
-            .fold(NONE, |g, r| {
-                if g == NONE {
-                    r.granted
-                } else {
-                    m.sup_raw(g, r.granted)
-                }
-            });
-    }
-
-    /// T4: may request `p` (waiting, or about to be) get `target` now? A conversion needs
-    /// compatibility with every other granted mode; a new request also must not conflict
-    /// (either way) with any waiter ahead of it — all conversions and earlier new waiters.
-    fn grantable(&self, m: &ModeTable, p: usize, target: u8, converter: bool) -> bool {
-        self.requests.iter().enumerate().all(|(j, r)| {
-            if j == p {
-                return true;
-            }
-            if r.granted != NONE && !m.compat_raw(target, r.granted) {
-                return false;
-            }
-            let ahead = r.is_converter() || (r.wanted != NONE && j < p);
-            converter || !ahead || m.compatible_both(target, r.wanted)
-        })
-    }
-
-    /// T5: grants every waiter that has become grantable, conversions first.
-    fn grant_waiters(&mut self, m: &ModeTable, owners: &Owners, wake: &mut Wakeups) {
-        if self.waiting == 0 {
-            return;
-        }
-        for pass_converters in [true, false] {
-            for p in 0..self.requests.len() {
-                let r = self.requests.get(p);
-                if r.wanted == NONE || r.is_converter() != pass_converters {
-                    continue;
-                }
-                if self.grantable(m, p, r.wanted, pass_converters) {
-                    let req = self.requests.get_mut(p);
-                    req.granted = req.wanted;
-                    req.wanted = NONE;
-                    self.waiting -= 1;
-                    self.group = if self.group == NONE {
-                        r.wanted
-                    } else {
-                        m.sup_raw(self.group, r.wanted)
-                    };
-                    owners.grant(r.owner);
-                    wake.push(r.owner);
-                }
-            }
-        }
-    }
 }
 
 impl LockTable {
@@ -352,7 +80,7 @@ impl LockTable {
         debug_assert!(partitions.is_power_of_two());
         LockTable {
             buckets: (0..partitions)
-                .map(|_| CachePadded::new(Mutex::new(Bucket::default())))
+                .map(|_| Slot(Mutex::new(Bucket::default())))
                 .collect(),
             mask: partitions - 1,
             modes,
@@ -381,7 +109,7 @@ impl LockTable {
     ) -> Outcome {
         let m = self.modes;
         let b = self.bucket_of(name);
-        let mut bk = self.buckets[b].lock();
+        let mut bk = self.buckets[b].0.lock();
         let i = match bk.find(name) {
             Some(i) => i,
             None if instant => return Outcome::Granted,
@@ -459,7 +187,7 @@ impl LockTable {
         name: &LockName,
         wake: &mut Wakeups,
     ) -> bool {
-        let mut bk = self.buckets[self.bucket_of(name)].lock();
+        let mut bk = self.buckets[self.bucket_of(name)].0.lock();
         let Some(i) = bk.find(name) else { return false };
         let h = &mut bk.head_mut(i);
         let Some(p) = h.position(owner) else {
@@ -488,7 +216,7 @@ impl LockTable {
         to: u8,
         wake: &mut Wakeups,
     ) -> bool {
-        let mut bk = self.buckets[self.bucket_of(name)].lock();
+        let mut bk = self.buckets[self.bucket_of(name)].0.lock();
         let Some(i) = bk.find(name) else { return false };
         let h = &mut bk.head_mut(i);
         let Some(p) = h.position(owner) else {
@@ -510,7 +238,7 @@ impl LockTable {
         epoch: u64,
         wake: &mut Wakeups,
     ) -> bool {
-        let mut bk = self.buckets[self.bucket_of(name)].lock();
+        let mut bk = self.buckets[self.bucket_of(name)].0.lock();
         if owners.is_granted(owner, epoch) {
             return true;
         }
@@ -540,7 +268,7 @@ impl LockTable {
     /// Records `mode` on `name` as granted to `owner` (a fast-path lock moved here, F4). The
     /// owner has no other request on `name`.
     pub(crate) fn insert_granted(&self, owner: u32, name: &LockName, mode: u8) {
-        let mut bk = self.buckets[self.bucket_of(name)].lock();
+        let mut bk = self.buckets[self.bucket_of(name)].0.lock();
         let i = match bk.find(name) {
             Some(i) => i,
             None => bk.insert(name),
@@ -571,7 +299,7 @@ impl LockTable {
         out: &mut Vec<(u32, u64)>,
     ) -> bool {
         let m = self.modes;
-        let bk = self.buckets[self.bucket_of(name)].lock();
+        let bk = self.buckets[self.bucket_of(name)].0.lock();
         if owners.waiting_epoch(owner) != Some(epoch) {
             return false;
         }
@@ -599,6 +327,6 @@ impl LockTable {
 
     /// Number of active heads (tests: everything released means zero).
     pub(crate) fn active_heads(&self) -> usize {
-        self.buckets.iter().map(|b| b.lock().active).sum()
+        self.buckets.iter().map(|b| b.0.lock().active).sum()
     }
 }

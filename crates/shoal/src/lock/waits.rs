@@ -135,15 +135,20 @@ impl Owners {
         s.cv.notify_one();
     }
 
-    /// Parks until wait `epoch` is no longer WAITING or `deadline` passes. True if it was
-    /// granted.
-    pub(crate) fn park_until(&self, owner: u32, epoch: u64, deadline: Instant) -> bool {
+    /// Parks until wait `epoch` is no longer WAITING or `deadline` (if any) passes. True if
+    /// it was granted.
+    pub(crate) fn park_until(&self, owner: u32, epoch: u64, deadline: Option<Instant>) -> bool {
         let s = &self.states[owner as usize];
         let waiting = epoch << 2 | WAITING;
         let mut g = s.park.lock();
         while s.word.load(Ordering::Acquire) == waiting {
-            if s.cv.wait_until(&mut g, deadline).timed_out() {
-                break;
+            match deadline {
+                Some(d) => {
+                    if s.cv.wait_until(&mut g, d).timed_out() {
+                        break;
+                    }
+                }
+                None => s.cv.wait(&mut g),
             }
         }
         drop(g);

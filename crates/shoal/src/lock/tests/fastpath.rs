@@ -188,3 +188,33 @@ fn strong_locks_never_overlap_fast_path_holders() {
 fn strong_locks_never_overlap_fast_path_holders_long() {
     weak_vs_strong_stress(Duration::from_secs(30));
 }
+
+#[test]
+fn instant_weak_table_locks_need_no_record() {
+    let m = mgl(5_000);
+    let mut a = owner(&m, 1);
+    let mut b = owner(&m, 2);
+    let instant = LockDuration::Instant;
+    assert_eq!(
+        a.lock(&table(), IX, instant, Wait::No).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!((a.lock_count(), m.table_heads()), (0, 0));
+    b.lock(&table(), S, Long, Wait::Yes).unwrap();
+    // A strong holder is registered: the instant IX goes to the table and conflicts.
+    assert_eq!(
+        a.lock(&table(), IX, instant, Wait::No).unwrap(),
+        LockStatus::WouldBlock
+    );
+    assert_eq!(
+        a.lock(&table(), IS, instant, Wait::No).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!(a.lock_count(), 0);
+    b.release_all();
+    assert_eq!(
+        a.lock(&table(), IX, instant, Wait::No).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!(m.table_heads(), 0);
+}

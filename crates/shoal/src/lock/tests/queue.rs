@@ -328,8 +328,10 @@ fn a_wait_past_the_timeout_fails_naming_the_lock() {
 
 #[test]
 fn withdrawing_a_waiter_lets_the_ones_behind_it_go() {
-    // b's X times out; c's S, queued behind it (T4), must then be granted (T5).
-    let m = mgl(300);
+    // b's X times out; c's S, queued behind it (T4), must then be granted (T5). c queues
+    // half a timeout after b, so that b's withdrawal comes well before c's own deadline
+    // even on a busy machine.
+    let m = mgl(1_000);
     let mut a = owner(&m, 1);
     a.lock(&row(1), S, Long, Wait::Yes).unwrap();
     let mb = m.clone();
@@ -338,6 +340,7 @@ fn withdrawing_a_waiter_lets_the_ones_behind_it_go() {
         b.lock(&row(1), X, Long, Wait::Yes)
     });
     eventually("X queued", || m.stats().waits == 1);
+    thread::sleep(Duration::from_millis(500));
     let mc = m.clone();
     let c = thread::spawn(move || {
         let mut c = owner(&mc, 3);
