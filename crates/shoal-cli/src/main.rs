@@ -3,8 +3,8 @@
 //! One binary with subcommands (DESIGN.md §6). Today: `shoal bench buffer`,
 //! `shoal bench log`, `shoal bench btree` and `shoal bench lock`, the buffer-pool,
 //! write-ahead-log, B+-tree and lock-manager micro-benchmarks, and `shoal bench recovery`, the time restart takes to replay a log
-//! after a crash. `inspect`,
-//! `verify` and `stats` come with the components they need.
+//! after a crash. `shoal inspect DB` and `shoal verify DB` report on and check a database
+//! directory; `stats` comes later.
 //!
 //! Conventions: results go to standard output, progress and errors to standard error; with
 //! `--json` standard output holds only JSON lines. A bad argument is reported by `clap` with
@@ -25,6 +25,8 @@ use shoal_bench::runner::{run_micro, MicroBench, RunConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod db_cmds;
+
 /// Shoal: a transactional storage manager for multicore machines.
 #[derive(Debug, Parser)]
 #[command(name = "shoal", version, propagate_version = true)]
@@ -37,6 +39,11 @@ struct Cli {
 enum Command {
     /// Run a benchmark and report throughput, latency and scaling over thread counts.
     Bench(BenchCommand),
+    /// Summarise a database: tables, rows, indexes, pages, free space, log size.
+    Inspect(db_cmds::DbArgs),
+    /// Check a database: every page checksum, every tree, every row and index; exit status
+    /// 0 only if no problem is found.
+    Verify(db_cmds::DbArgs),
 }
 
 #[derive(Debug, Args)]
@@ -528,7 +535,7 @@ fn run_recovery(args: &RecoveryArgs) -> shoal_bench::Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
+    let result: Result<(), String> = match &cli.command {
         Command::Bench(b) => match &b.bench {
             Some(Benchmark::Buffer(args)) => run_buffer(args),
             Some(Benchmark::Log(args)) => run_log(args),
@@ -536,7 +543,10 @@ fn main() -> ExitCode {
             Some(Benchmark::Btree(args)) => run_btree(args),
             Some(Benchmark::Lock(args)) => run_lock(args),
             None => missing_benchmark(),
-        },
+        }
+        .map_err(|e| e.to_string()),
+        Command::Inspect(args) => db_cmds::inspect(args),
+        Command::Verify(args) => db_cmds::verify(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -559,7 +569,9 @@ mod tests {
     #[test]
     fn defaults() {
         let cli = Cli::try_parse_from(["shoal", "bench", "buffer"]).unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Buffer(a)) = b.bench else {
             panic!("buffer expected")
         };
@@ -590,7 +602,9 @@ mod tests {
             "0.5",
         ])
         .unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Buffer(a)) = b.bench else {
             panic!("buffer expected")
         };
@@ -604,7 +618,9 @@ mod tests {
     #[test]
     fn log_defaults_and_flags() {
         let cli = Cli::try_parse_from(["shoal", "bench", "log"]).unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Log(a)) = b.bench else {
             panic!("log expected")
         };
@@ -633,7 +649,9 @@ mod tests {
             "buffered",
         ])
         .unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Log(a)) = b.bench else {
             panic!("log expected")
         };
@@ -661,7 +679,9 @@ mod tests {
     #[test]
     fn recovery_defaults_and_flags() {
         let cli = Cli::try_parse_from(["shoal", "bench", "recovery"]).unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Recovery(a)) = b.bench else {
             panic!("recovery expected")
         };
@@ -683,7 +703,9 @@ mod tests {
             "--drop-caches",
         ])
         .unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Recovery(a)) = b.bench else {
             panic!("recovery expected")
         };
@@ -699,7 +721,9 @@ mod tests {
     #[test]
     fn btree_defaults_and_flags() {
         let cli = Cli::try_parse_from(["shoal", "bench", "btree"]).unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Btree(a)) = b.bench else {
             panic!("btree expected")
         };
@@ -729,7 +753,9 @@ mod tests {
             "32",
         ])
         .unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Btree(a)) = b.bench else {
             panic!("btree expected")
         };
@@ -753,7 +779,9 @@ mod tests {
     #[test]
     fn lock_defaults_and_flags() {
         let cli = Cli::try_parse_from(["shoal", "bench", "lock"]).unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Lock(a)) = b.bench else {
             panic!("lock expected")
         };
@@ -773,7 +801,9 @@ mod tests {
             "1024",
         ])
         .unwrap();
-        let Command::Bench(b) = cli.command;
+        let Command::Bench(b) = cli.command else {
+            panic!("expected the bench command")
+        };
         let Some(Benchmark::Lock(a)) = b.bench else {
             panic!("lock expected")
         };

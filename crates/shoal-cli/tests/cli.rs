@@ -323,3 +323,84 @@ fn log_thread_lists_are_per_variant_by_default() {
         .collect();
     assert_eq!(threads, [1, 2]);
 }
+
+/// `shoal inspect` and `shoal verify` on a database made with the library: verify exits 0
+/// on a healthy database, and non-zero naming the page after a page is damaged on disk;
+/// a missing directory is a clear error.
+#[test]
+fn verify_passes_a_healthy_database_and_reports_a_damaged_page() {
+    use shoal::table::{Column, ColumnType, Row, TableDef};
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let (catalog_root, table_root);
+    let page_size = shoal::Options::default().page_size_bytes as u64;
+    {
+        let db = shoal::Database::create(&path, &shoal::Options::default()).unwrap();
+        let mut tx = db.begin(shoal::IsolationLevel::ReadCommitted);
+        let def = TableDef::new(
+            "t",
+            vec![
+                Column::new("k", ColumnType::Int8),
+                Column::new("v", ColumnType::Varchar(100)),
+            ],
+            &["k"],
+        )
+        .unwrap();
+        let t = db.create_table(&mut tx, def).unwrap();
+        for k in 0..2_000i64 {
+            t.insert(
+                &mut tx,
+                &Row::new().with("k", k).with("v", format!("value {k}")),
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        catalog_root = db.catalog().root();
+        table_root = t.primary_tree().root();
+        db.close().unwrap();
+    }
+    let p = path.to_str().unwrap();
+    let o = shoal(&["inspect", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("1 tables") && out.contains("2000"), "{out}");
+    let o = shoal(&["verify", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("verify: OK"));
+    let damage = |page: shoal::PageId| {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path.join("data.shoal"))
+            .unwrap();
+        f.write_all_at(&[0xA5; 512], page.0 * page_size + 1024)
+            .unwrap();
+    };
+    // A table's page: the database opens, verify lists the problem and fails.
+    damage(table_root);
+    let o = shoal(&["verify", p]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("problem:") && out.contains(&format!("page {table_root}")),
+        "{out}\n{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("verify found"), "{}", stderr(&o));
+    // The catalog's root: the database cannot be opened; the error names the page.
+    damage(catalog_root);
+    let o = shoal(&["verify", p]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("page {catalog_root} is corrupt")),
+        "{}",
+        stderr(&o)
+    );
+    let o = shoal(&["verify", dir.path().join("nope").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no such database directory"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -312,6 +312,11 @@ impl SpaceManager {
         self.hint_group.fetch_min(pid.0 / self.group_pages, Relaxed);
     }
 
+    /// True if `pid` lies in the file and is not a file header or space-map page.
+    pub fn is_data_page(&self, pid: PageId) -> bool {
+        self.check_data_page(pid).is_ok()
+    }
+
     fn check_data_page(&self, pid: PageId) -> Result<()> {
         if pid.0 >= self.page_count() {
             return Err(Error::PageNotAllocated {

@@ -37,6 +37,16 @@ impl Table {
         self.def.name()
     }
 
+    /// The primary tree (rows by primary key).
+    pub fn primary_tree(&self) -> &BTree {
+        &self.primary
+    }
+
+    /// The secondary indexes' trees, in the order of [`TableDef::indexes`].
+    pub fn index_trees(&self) -> &[BTree] {
+        &self.indexes
+    }
+
     /// The table's number in the catalog (its lock name is `table(0, id)`).
     pub fn id(&self) -> u32 {
         self.id

@@ -33,6 +33,9 @@
 //! A directory with a data file but no valid catalog file was cut short during creation (or
 //! damaged) and is refused with [`Error::BadFile`].
 
+mod report;
+pub use report::{DatabaseReport, TableSummary};
+
 use crate::engine::{Engine, DATA_FILE};
 use crate::error::{Error, Result};
 use crate::io::{FileStorage, OpenOptions, Storage};
