@@ -4,8 +4,10 @@
 //! or SQLite). It is built bottom-up from the components of `DESIGN.md` §2:
 //!
 //! ```text
-//!   table (schemas, typed values, rows, row and key codecs) ──► btree::key
-//!        │                 (the catalog and table operations will sit here, on btree)
+//!   db (Database: a directory, its lock file and catalog; inspect, verify)
+//!        │
+//!   table (schemas, rows, codecs, catalog, Table operations) ──► btree (+ key locking)
+//!        │
 //!   engine (Engine: open = restart, close, checkpoint)
 //!        │
 //!   recovery (ARIES restart, checkpoints) ──► txn (transactions, logged page changes, images)
@@ -24,12 +26,13 @@
 //! Lower layers never import higher ones: `sync` and `io` import nothing of Shoal but
 //! [`error`] and [`types`]; `page` uses `sync`-free byte access; `buffer` uses `io`, `page`,
 //! `sync` and `stats` (and sees the log only through its `WalHook` trait); `space` uses
-//! `buffer`; `log` uses `io` and implements the pool's hook; `txn` uses `log` and `buffer`;
+//! `buffer`; `log` uses `io` and implements the pool's hook; `txn` uses `log`, `buffer` and
+//! `lock`;
 //! `lock` imports only [`error`], [`types`] and [`stats`];
 //! `recovery` uses `txn`; `engine` wires them together and registers the resource managers
-//! of the access methods (`kvstore` now, the B-tree later), which sit on `txn`. `table`
-//! sits above `btree`: it uses `btree::key` (and the B-tree's value limit), [`error`] and
-//! nothing lower yet.
+//! of the access methods (`kvstore`, the B-tree), which sit on `txn`; the B-tree locks keys
+//! through `txn` and `lock`. `table` sits above `btree` (its catalog and tables are
+//! B-trees), and `db` above `table` and `engine`.
 
 //! The guiding principles (DESIGN.md §1, from the Shore-MT paper, Johnson et al., EDBT 2009):
 //! no global mutex on any per-operation path; hot spots removed even when read-mostly; never
