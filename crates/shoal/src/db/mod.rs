@@ -5,11 +5,13 @@
 //! file. [`Database::create`] makes a new one, [`Database::open`] opens (and recovers) an
 //! existing one, [`Database::close`] checkpoints and closes it cleanly.
 //!
-//! ```no_run
-//! use shoal::table::{Column, ColumnType, TableDef, Row};
+//! ```
+//! use shoal::table::{Column, ColumnType, TableDef, Row, Value};
 //! use shoal::{Database, IsolationLevel, Options};
 //! # fn main() -> shoal::Result<()> {
-//! let db = Database::create("/tmp/bank-db", &Options::default())?;
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("bank");
+//! let db = Database::create(&path, &Options::default())?;
 //! let mut tx = db.begin(IsolationLevel::Serializable);
 //! let def = TableDef::new(
 //!     "account",
@@ -21,6 +23,15 @@
 //! )?;
 //! let accounts = db.create_table(&mut tx, def)?;
 //! accounts.insert(&mut tx, &Row::new().with("id", 1i64).with("balance", 100i64))?;
+//! tx.commit()?;
+//! db.close()?;
+//!
+//! // Later, or after a crash: open runs restart recovery first.
+//! let db = Database::open(&path, &Options::default())?;
+//! let mut tx = db.begin(IsolationLevel::ReadCommitted);
+//! let accounts = db.table(&mut tx, "account")?;
+//! let row = accounts.get(&mut tx, &[Value::Int8(1)])?.expect("committed");
+//! assert_eq!(row.get::<i64>("balance")?, 100);
 //! tx.commit()?;
 //! db.close()?;
 //! # Ok(()) }

@@ -89,16 +89,24 @@ impl Database {
                 .saturating_sub(engine.log().start_lsn().0),
             ..DatabaseReport::default()
         };
-        let mut damaged = BTreeSet::new();
+        let mut never_written = BTreeSet::new();
         if full {
             for p in 0..r.file_pages {
                 let pid = PageId(p);
                 if !space.is_allocated(pid).unwrap_or(true) {
                     continue;
                 }
-                if let Err(e) = pool.fix_shared(pid) {
-                    damaged.insert(pid);
-                    r.problems.push(format!("page {pid}: {e}"));
+                match pool.fix_shared(pid) {
+                    Ok(_) => {}
+                    // Allocated but never written: an allocation reserved before a crash
+                    // and never used is a leak, not damage — unless a tree reaches it
+                    // (then that tree's check reports it).
+                    Err(Error::Corruption { reason, .. })
+                        if reason == crate::page::header::NEVER_WRITTEN =>
+                    {
+                        never_written.insert(pid);
+                    }
+                    Err(e) => r.problems.push(format!("page {pid}: {e}")),
                 }
             }
         }
@@ -156,6 +164,12 @@ impl Database {
                 }
             }
             r.unreachable_pages = unreachable;
+            for pid in never_written.iter().filter(|p| reached.contains(p)) {
+                r.problems.push(format!(
+                    "page {pid}: {}",
+                    crate::page::header::NEVER_WRITTEN
+                ));
+            }
         }
         Ok(r)
     }

@@ -123,6 +123,10 @@ pub fn seal(image: &mut [u8]) {
     image[OFF_CHECKSUM..OFF_CHECKSUM + 4].copy_from_slice(&c.to_le_bytes());
 }
 
+/// The corruption reason of a page that is all zeroes: allocated (or reserved) but never
+/// written. `verify` tells such a page apart from a damaged one.
+pub const NEVER_WRITTEN: &str = "page is all zeroes: it was never written";
+
 /// Checks an image just read from disk as page `expected` (rules H1–H3).
 ///
 /// # Errors
@@ -134,10 +138,7 @@ pub fn verify(image: &[u8], expected: PageId) -> Result<()> {
     let computed = compute_checksum(image);
     if stored != computed {
         if image.iter().all(|&b| b == 0) {
-            return Err(Error::corruption(
-                expected,
-                "page is all zeroes: it was never written",
-            ));
+            return Err(Error::corruption(expected, NEVER_WRITTEN));
         }
         return Err(Error::corruption(
             expected,
