@@ -102,12 +102,6 @@ fn lock_dir(dir: &Path) -> Result<File> {
     Ok(f)
 }
 
-/// The log's options for a database opened with `options` (the log's defaults: full
-/// durability, `O_DIRECT` where the file system allows it).
-fn log_options(_options: &Options) -> LogOptions {
-    LogOptions::default()
-}
-
 impl Database {
     /// Creates a new database in directory `path` (created if missing; it must not hold a
     /// database already).
@@ -116,6 +110,19 @@ impl Database {
     /// [`Error::InvalidArgument`] if `path` already holds a database or `options` are out of
     /// range; [`Error::DatabaseInUse`]; I/O errors.
     pub fn create(path: impl AsRef<Path>, options: &Options) -> Result<Database> {
+        Database::create_with(path, options, &LogOptions::default())
+    }
+
+    /// As [`Database::create`], with the log's options: durability (`Full`, the default,
+    /// or `Lazy`), log buffer and segment sizes, `O_DIRECT`.
+    ///
+    /// # Errors
+    /// As [`Database::create`]; [`Error::InvalidArgument`] for log options out of range.
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        options: &Options,
+        log_options: &LogOptions,
+    ) -> Result<Database> {
         let path = path.as_ref().to_path_buf();
         let storage = FileStorage::open_dir(&path, true)?;
         let lock = lock_dir(&path)?;
@@ -126,7 +133,7 @@ impl Database {
             ));
         }
         let storage: Arc<dyn Storage> = Arc::new(storage);
-        let engine = Engine::open(storage.clone(), options, &log_options(options))?;
+        let engine = Engine::open(storage.clone(), options, log_options)?;
         let catalog = Catalog::create(engine.txns(), engine.space())?;
         engine.log().wait_all_durable()?;
         let mut rec = Vec::with_capacity(CATALOG_FILE_BYTES);
@@ -157,6 +164,18 @@ impl Database {
     /// [`Error::InvalidArgument`] if `path` holds no database; [`Error::BadFile`] for a
     /// missing or damaged catalog file; [`Error::DatabaseInUse`]; recovery's errors.
     pub fn open(path: impl AsRef<Path>, options: &Options) -> Result<Database> {
+        Database::open_with(path, options, &LogOptions::default())
+    }
+
+    /// As [`Database::open`], with the log's options (see [`Database::create_with`]).
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: &Options,
+        log_options: &LogOptions,
+    ) -> Result<Database> {
         let path = path.as_ref().to_path_buf();
         if !path.join(DATA_FILE).exists() {
             return Err(Error::invalid(
@@ -171,7 +190,7 @@ impl Database {
         let lock = lock_dir(&path)?;
         let root = read_catalog_file(&storage, &path)?;
         let storage: Arc<dyn Storage> = Arc::new(storage);
-        let engine = Engine::open(storage, options, &log_options(options))?;
+        let engine = Engine::open(storage, options, log_options)?;
         let catalog = Catalog::open(engine.txns(), engine.space(), root)?;
         Ok(Database {
             engine,

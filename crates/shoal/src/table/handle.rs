@@ -18,6 +18,37 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 /// An open table: its definition and trees. Cheap to clone; share it between threads.
+///
+/// ```
+/// use shoal::table::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+/// use shoal::{Database, IsolationLevel, Options};
+/// # fn main() -> shoal::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Database::create(dir.path(), &Options::default())?;
+/// let def = TableDef::new(
+///     "customer",
+///     vec![
+///         Column::new("id", ColumnType::Int8),
+///         Column::new("city", ColumnType::Varchar(40)).not_null(),
+///         Column::new("name", ColumnType::Varchar(40)),
+///     ],
+///     &["id"],
+/// )?
+/// .with_index(IndexDef::new("by_city", ["city"]))?;
+/// let mut tx = db.begin(IsolationLevel::ReadCommitted);
+/// let customers = db.create_table(&mut tx, def)?;
+/// for (id, city) in [(1i64, "Oslo"), (2, "Bergen"), (3, "Oslo")] {
+///     customers.insert(&mut tx, &Row::new().with("id", id).with("city", city))?;
+/// }
+/// customers.update(&mut tx, &[Value::Int8(2)], &Row::new().with("city", "Oslo"))?;
+/// let in_oslo = customers.scan_index(&mut tx, "by_city", &[Value::from("Oslo")])?;
+/// assert_eq!(in_oslo.len(), 3);
+/// assert!(customers.delete(&mut tx, &[Value::Int8(3)])?.is_some());
+/// tx.commit()?;
+/// assert!(customers.verify()?.1.is_empty());
+/// db.close()?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Table {
     pub(crate) def: Arc<TableDef>,

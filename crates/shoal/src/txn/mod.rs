@@ -428,6 +428,34 @@ impl UndoContext<'_> {
 
 /// One transaction. Not shared between threads; dropping it without
 /// [`Transaction::commit`] rolls it back.
+///
+/// ```
+/// use shoal::table::{Column, ColumnType, Row, TableDef, Value};
+/// use shoal::{Database, Error, IsolationLevel, Options};
+/// # fn main() -> shoal::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Database::create(dir.path(), &Options::default())?;
+/// let def = TableDef::new("kv", vec![Column::new("k", ColumnType::Int8),
+///                                    Column::new("v", ColumnType::Int8)], &["k"])?;
+/// let mut tx = db.begin(IsolationLevel::RepeatableRead);
+/// let kv = db.create_table(&mut tx, def)?;
+/// kv.insert(&mut tx, &Row::new().with("k", 1i64).with("v", 10i64))?;
+/// let sp = tx.savepoint();
+/// kv.insert(&mut tx, &Row::new().with("k", 2i64).with("v", 20i64))?;
+/// tx.rollback_to(&sp)?; // undoes the second insert only
+/// assert!(kv.get(&mut tx, &[Value::Int8(2)])?.is_none());
+/// tx.commit()?; // k = 1 is committed; locks are released
+///
+/// // A deadlock victim or a lock timeout is retryable: roll back and run it again.
+/// let mut tx = db.begin(IsolationLevel::Serializable);
+/// match kv.update(&mut tx, &[Value::Int8(1)], &Row::new().with("v", 11i64)) {
+///     Ok(_) => tx.commit()?,
+///     Err(e) if e.is_retryable() => tx.abort()?,
+///     Err(e) => return Err(e),
+/// }
+/// db.close()?;
+/// # Ok(()) }
+/// ```
 pub struct Transaction<'m> {
     mgr: &'m TxnManager,
     id: TxnId,
