@@ -94,3 +94,21 @@ pub fn verify(args: &DbArgs) -> Result<(), String> {
     db.close().map_err(|e| e.to_string())?;
     result
 }
+
+/// `shoal stats DB`: the counters the database's last clean close saved (the database may be
+/// open in another process meanwhile; its live counters are in that process).
+pub fn stats(args: &DbArgs) -> Result<(), String> {
+    if !args.db.is_dir() {
+        return Err(format!("{}: no such database directory", args.db.display()));
+    }
+    match shoal::db::saved_stats(&args.db).map_err(|e| e.to_string())? {
+        Some(text) => {
+            print!("{text}");
+            Ok(())
+        }
+        None => Err(format!(
+            "{}: no saved statistics (the database has not been closed cleanly since it was created)",
+            args.db.display()
+        )),
+    }
+}

@@ -4,7 +4,7 @@
 //! `shoal bench log`, `shoal bench btree` and `shoal bench lock`, the buffer-pool,
 //! write-ahead-log, B+-tree and lock-manager micro-benchmarks, and `shoal bench recovery`, the time restart takes to replay a log
 //! after a crash. `shoal inspect DB` and `shoal verify DB` report on and check a database
-//! directory; `stats` comes later.
+//! directory; `shoal stats DB` shows the counters its last clean close saved.
 //!
 //! Conventions: results go to standard output, progress and errors to standard error; with
 //! `--json` standard output holds only JSON lines. A bad argument is reported by `clap` with
@@ -44,6 +44,8 @@ enum Command {
     /// Check a database: every page checksum, every tree, every row and index; exit status
     /// 0 only if no problem is found.
     Verify(db_cmds::DbArgs),
+    /// Show the counters (buffer pool, log, locks) saved by the database's last clean close.
+    Stats(db_cmds::DbArgs),
 }
 
 #[derive(Debug, Args)]
@@ -547,6 +549,7 @@ fn main() -> ExitCode {
         .map_err(|e| e.to_string()),
         Command::Inspect(args) => db_cmds::inspect(args),
         Command::Verify(args) => db_cmds::verify(args),
+        Command::Stats(args) => db_cmds::stats(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -368,6 +368,15 @@ fn verify_passes_a_healthy_database_and_reports_a_damaged_page() {
     let o = shoal(&["verify", p]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("verify: OK"));
+    let o = shoal(&["stats", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("buffer.hits ")
+            && out.contains("log.syncs ")
+            && out.contains("lock.deadlocks 0"),
+        "{out}"
+    );
     let damage = |page: shoal::PageId| {
         let f = std::fs::OpenOptions::new()
             .write(true)

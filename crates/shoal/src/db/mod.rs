@@ -45,7 +45,9 @@
 //! damaged) and is refused with [`Error::BadFile`].
 
 mod report;
+mod stats;
 pub use report::{DatabaseReport, TableSummary};
+pub use stats::{saved_stats, DatabaseStats, STATS_FILE};
 
 use crate::engine::{Engine, DATA_FILE};
 use crate::error::{Error, Result};
@@ -244,13 +246,18 @@ impl Database {
         self.catalog.drop_table(txn, name)
     }
 
-    /// Closes cleanly: writes every dirty page, checkpoints, closes the log, releases the
-    /// directory lock. Every transaction must have ended.
+    /// Closes cleanly: saves the counters ([`Database::stats`]) to the `stats` file, writes
+    /// every dirty page, checkpoints, closes the log, releases the directory lock. Every
+    /// transaction must have ended.
     ///
     /// # Errors
     /// As [`Engine::close`].
     pub fn close(self) -> Result<()> {
-        self.engine.close()
+        // The counters first (they need the open engine); a failure to save them does not
+        // stop the close, and is reported after it.
+        let saved = self.save_stats();
+        self.engine.close()?;
+        saved
     }
 }
 

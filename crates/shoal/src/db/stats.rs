@@ -1,0 +1,95 @@
+//! The counters of an open database (DESIGN.md §3.11): buffer pool, log and lock manager,
+//! since the database was opened; saved in the directory's `stats` file at a clean close so
+//! that `shoal stats DB` can show the last run's counters without opening the database
+//! (which another process may hold).
+
+use super::Database;
+use crate::error::{Error, Result};
+use crate::lock::LockStats;
+use crate::log::LogStats;
+use crate::stats::BufferStats;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Name of the file a clean close writes the counters to.
+pub const STATS_FILE: &str = "stats";
+
+/// A snapshot of a database's counters since it was opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DatabaseStats {
+    /// Buffer pool: hits, misses, evictions, writes, latch waits and the hottest pages.
+    pub buffer: BufferStats,
+    /// Log: appends, bytes, flushes, syncs.
+    pub log: LogStats,
+    /// Lock manager: waits, deadlocks, timeouts, escalations.
+    pub locks: LockStats,
+}
+
+impl DatabaseStats {
+    /// The counters as `name value` lines (units in the names), the hottest pages last.
+    pub fn to_text(&self) -> String {
+        let (b, l, k) = (&self.buffer, &self.log, &self.locks);
+        let mut s = String::new();
+        let rows: [(&str, u64); 18] = [
+            ("buffer.hits", b.hits),
+            ("buffer.misses", b.misses),
+            ("buffer.evictions", b.evictions),
+            ("buffer.dirty_writes", b.dirty_writes),
+            ("buffer.optimistic_restarts", b.optimistic_restarts),
+            ("buffer.latch_waits", b.latch_waits),
+            ("buffer.latch_wait_us", b.latch_wait_us),
+            ("log.appends", l.appends),
+            ("log.bytes_appended", l.bytes_appended),
+            ("log.bytes_written", l.bytes_written),
+            ("log.flushes", l.flushes),
+            ("log.syncs", l.syncs),
+            ("lock.waits", k.waits),
+            ("lock.wait_us", k.wait_us),
+            ("lock.deadlocks", k.deadlocks),
+            ("lock.timeouts", k.timeouts),
+            ("lock.escalations", k.escalations),
+            ("lock.escalations_refused", k.escalations_refused),
+        ];
+        for (name, v) in rows {
+            let _ = writeln!(s, "{name} {v}");
+        }
+        let _ = writeln!(s, "buffer.hit_ratio {:.4}", b.hit_ratio());
+        for p in &b.hottest_pages {
+            let _ = writeln!(s, "buffer.hot_page {p:?}");
+        }
+        s
+    }
+}
+
+impl Database {
+    /// The counters since this database was opened.
+    pub fn stats(&self) -> DatabaseStats {
+        let e = self.engine();
+        DatabaseStats {
+            buffer: e.pool().stats(),
+            log: e.log().stats(),
+            locks: e.txns().locks().stats(),
+        }
+    }
+
+    /// Writes [`Database::stats`] to the directory's [`STATS_FILE`] (replacing it).
+    pub(crate) fn save_stats(&self) -> Result<()> {
+        let path = self.path().join(STATS_FILE);
+        std::fs::write(&path, self.stats().to_text())
+            .map_err(|e| Error::from_io("write", path.display().to_string(), e))
+    }
+}
+
+/// The counters the last clean close of the database in `dir` saved, as text; `None` if it
+/// saved none (never closed cleanly since it was created).
+///
+/// # Errors
+/// I/O errors reading the file.
+pub fn saved_stats(dir: &Path) -> Result<Option<String>> {
+    let path = dir.join(STATS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::from_io("read", path.display().to_string(), e)),
+    }
+}
