@@ -163,9 +163,18 @@ fn errors_name_what_is_wrong() {
 fn rolled_back_create_and_committed_drop_leave_no_table() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(dir.path(), &options()).unwrap();
+    let before = db.engine().space().allocated_count().unwrap();
     let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    db.create_table(&mut tx, account_def()).unwrap();
+    let t = db.create_table(&mut tx, account_def()).unwrap();
+    for id in 0..300 {
+        t.insert(&mut tx, &account(id)).unwrap();
+    }
     tx.abort().unwrap();
+    // The rolled-back CREATE's trees are freed (the space manager may keep a reservation).
+    let report = db.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.unreachable_pages, 0, "{report:?}");
+    assert!(db.engine().space().allocated_count().unwrap() <= before + 64);
     let mut tx = db.begin(IsolationLevel::ReadCommitted);
     assert!(matches!(
         db.table(&mut tx, "account"),

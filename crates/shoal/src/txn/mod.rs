@@ -196,6 +196,7 @@ impl TxnManager {
             system,
             finished: false,
             after_commit: Vec::new(),
+            on_rollback: Vec::new(),
             isolation: IsolationLevel::ReadCommitted,
             locks: None,
         }
@@ -464,6 +465,8 @@ pub struct Transaction<'m> {
     finished: bool,
     /// Run after the commit is durable; dropped on rollback.
     after_commit: Vec<AfterCommit<'m>>,
+    /// Run after a rollback (whole, or to a savepoint taken before it was registered).
+    on_rollback: Vec<AfterCommit<'m>>,
     isolation: IsolationLevel,
     /// Made at the first lock request; released (dropped) when the transaction ends.
     locks: Option<LockOwner>,
@@ -477,6 +480,8 @@ pub struct Savepoint {
     lsn: Lsn,
     /// After-commit actions registered by then.
     after_commit: usize,
+    /// On-rollback actions registered by then.
+    on_rollback: usize,
 }
 
 /// Work a transaction leaves for after its commit is durable.
@@ -683,6 +688,7 @@ impl<'m> Transaction<'m> {
             txn: self.id,
             lsn: self.entry.as_ref().map_or(Lsn::ZERO, |e| e.last()),
             after_commit: self.after_commit.len(),
+            on_rollback: self.on_rollback.len(),
         }
     }
 
@@ -713,14 +719,29 @@ impl<'m> Transaction<'m> {
             ));
         }
         self.after_commit.truncate(sp.after_commit);
-        let Some(entry) = self.entry.clone() else {
-            return Ok(());
-        };
-        let mut next = entry.last();
-        while next > sp.lsn {
-            next = self.mgr.undo_step(&entry, next)?;
+        if let Some(entry) = self.entry.clone() {
+            let mut next = entry.last();
+            while next > sp.lsn {
+                next = self.mgr.undo_step(&entry, next)?;
+            }
+        }
+        let undone: Vec<_> = self
+            .on_rollback
+            .drain(sp.on_rollback.min(self.on_rollback.len())..)
+            .collect();
+        for action in undone.into_iter().rev() {
+            action()?;
         }
         Ok(())
+    }
+
+    /// Registers `action` to run after this transaction rolls back (after the undo, newest
+    /// action first; also for a rollback to a savepoint taken before this call); dropped at
+    /// commit. For work whose effect the log cannot undo, such as freeing the pages of a
+    /// B-tree made for a CREATE TABLE that rolls back. A rollback by restart after a crash
+    /// does not run it.
+    pub fn on_rollback(&mut self, action: impl FnOnce() -> Result<()> + Send + 'm) {
+        self.on_rollback.push(Box::new(action));
     }
 
     /// Gives up on the transaction without rolling it back, for a caller that holds latches
@@ -742,7 +763,12 @@ impl<'m> Transaction<'m> {
 
     fn rollback(&mut self) -> Result<()> {
         self.finished = true;
-        let result = self.undo_all();
+        let mut result = self.undo_all();
+        if result.is_ok() {
+            for action in std::mem::take(&mut self.on_rollback).into_iter().rev() {
+                result = result.and(action());
+            }
+        }
         // Rule 9: locks outlive the undo (others must not see the changes being undone).
         self.locks = None;
         result
