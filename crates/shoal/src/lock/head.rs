@@ -88,6 +88,7 @@ impl Queue {
     }
 
     /// Removes request `i`, keeping the order of the others.
+    #[inline(always)]
     pub(crate) fn remove(&mut self, i: usize) -> Request {
         let r = self.get(i);
         for j in i..self.len - 1 {
@@ -170,7 +171,7 @@ impl Bucket {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&self, name: &LockName) -> Option<usize> {
         if self.active == 0 {
             return None;
@@ -191,6 +192,7 @@ impl Bucket {
     }
 
     /// Activates a head for `name` (a spare one if there is one: T6).
+    #[inline(always)]
     pub(crate) fn insert(&mut self, name: &LockName) -> usize {
         let i = self.active;
         self.active += 1;
@@ -207,6 +209,7 @@ impl Bucket {
     }
 
     /// Makes head `i` (empty) a spare.
+    #[inline(always)]
     pub(crate) fn remove(&mut self, i: usize) {
         debug_assert!(self.head(i).requests.is_empty());
         let last = self.active - 1;

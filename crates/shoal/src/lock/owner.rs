@@ -70,6 +70,7 @@ fn join_within(sh: &Shared, cur: u8, r: u8, held: u8) -> u8 {
 }
 
 /// Lowers `h` on `name` to mode `to` (`NONE`: release it). A lower mode never waits.
+#[inline]
 fn lower(sh: &Shared, id: u32, name: &LockName, h: &mut Held, to: u8, wake: &mut Wakeups) {
     if to == h.mode {
         return;
@@ -494,7 +495,9 @@ impl LockOwner {
             }
         }
         lower(&self.sh, self.id, name, &mut h, NONE, &mut self.wake);
-        refresh_cover(&self.sh, &mut self.tables, name, None);
+        if name.kind() == NameKind::Table {
+            refresh_cover(&self.sh, &mut self.tables, name, None);
+        }
         true
     }
 
