@@ -564,6 +564,14 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    /// The benchmark `args` (a whole command line) name, parsed.
+    fn bench<const N: usize>(args: [&str; N]) -> Option<Benchmark> {
+        match Cli::try_parse_from(args).unwrap().command {
+            Command::Bench(b) => b.bench,
+            other => panic!("expected the bench command, got {other:?}"),
+        }
+    }
+
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
@@ -571,11 +579,7 @@ mod tests {
 
     #[test]
     fn defaults() {
-        let cli = Cli::try_parse_from(["shoal", "bench", "buffer"]).unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Buffer(a)) = b.bench else {
+        let Some(Benchmark::Buffer(a)) = bench(["shoal", "bench", "buffer"]) else {
             panic!("buffer expected")
         };
         assert!(a.variant.is_empty());
@@ -589,7 +593,7 @@ mod tests {
 
     #[test]
     fn lists_and_sizes() {
-        let cli = Cli::try_parse_from([
+        let Some(Benchmark::Buffer(a)) = bench([
             "shoal",
             "bench",
             "buffer",
@@ -603,12 +607,7 @@ mod tests {
             "4096",
             "--duration-s",
             "0.5",
-        ])
-        .unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Buffer(a)) = b.bench else {
+        ]) else {
             panic!("buffer expected")
         };
         assert_eq!(a.variant, ["miss-random", "hot-page-shared"]);
@@ -620,11 +619,7 @@ mod tests {
 
     #[test]
     fn log_defaults_and_flags() {
-        let cli = Cli::try_parse_from(["shoal", "bench", "log"]).unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Log(a)) = b.bench else {
+        let Some(Benchmark::Log(a)) = bench(["shoal", "bench", "log"]) else {
             panic!("log expected")
         };
         assert!(a.variant.is_empty());
@@ -634,7 +629,7 @@ mod tests {
         assert_eq!(a.lazy_flush_interval_ms, None);
         assert_eq!(a.log_io, "direct");
 
-        let cli = Cli::try_parse_from([
+        let Some(Benchmark::Log(a)) = bench([
             "shoal",
             "bench",
             "log",
@@ -650,12 +645,7 @@ mod tests {
             "5",
             "--log-io",
             "buffered",
-        ])
-        .unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Log(a)) = b.bench else {
+        ]) else {
             panic!("log expected")
         };
         assert_eq!(a.variant, ["commit-full", "insert"]);
@@ -681,11 +671,7 @@ mod tests {
 
     #[test]
     fn recovery_defaults_and_flags() {
-        let cli = Cli::try_parse_from(["shoal", "bench", "recovery"]).unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Recovery(a)) = b.bench else {
+        let Some(Benchmark::Recovery(a)) = bench(["shoal", "bench", "recovery"]) else {
             panic!("recovery expected")
         };
         assert_eq!(a.log_size.bytes(), 1 << 30);
@@ -694,7 +680,7 @@ mod tests {
         assert_eq!(a.pool_size.bytes(), 256 << 20);
         assert!(!a.cleaner && !a.drop_caches && !a.json);
 
-        let cli = Cli::try_parse_from([
+        let Some(Benchmark::Recovery(a)) = bench([
             "shoal",
             "bench",
             "recovery",
@@ -704,12 +690,7 @@ mod tests {
             "1000",
             "--cleaner",
             "--drop-caches",
-        ])
-        .unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Recovery(a)) = b.bench else {
+        ]) else {
             panic!("recovery expected")
         };
         assert_eq!(a.log_size.bytes(), 4 << 20);
@@ -723,11 +704,7 @@ mod tests {
 
     #[test]
     fn btree_defaults_and_flags() {
-        let cli = Cli::try_parse_from(["shoal", "bench", "btree"]).unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Btree(a)) = b.bench else {
+        let Some(Benchmark::Btree(a)) = bench(["shoal", "bench", "btree"]) else {
             panic!("btree expected")
         };
         assert!(a.variant.is_empty());
@@ -738,7 +715,7 @@ mod tests {
         assert_eq!(a.hot_keys, 100_000);
         assert_eq!(a.inserts_per_txn, 1000);
 
-        let cli = Cli::try_parse_from([
+        let Some(Benchmark::Btree(a)) = bench([
             "shoal",
             "bench",
             "btree",
@@ -754,12 +731,7 @@ mod tests {
             "10",
             "--pool-size",
             "32",
-        ])
-        .unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Btree(a)) = b.bench else {
+        ]) else {
             panic!("btree expected")
         };
         assert_eq!(a.variant, ["scan", "lookup-hot-root"]);
@@ -781,18 +753,14 @@ mod tests {
 
     #[test]
     fn lock_defaults_and_flags() {
-        let cli = Cli::try_parse_from(["shoal", "bench", "lock"]).unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Lock(a)) = b.bench else {
+        let Some(Benchmark::Lock(a)) = bench(["shoal", "bench", "lock"]) else {
             panic!("lock expected")
         };
         assert!(a.variant.is_empty());
         assert_eq!(a.common.threads, None);
         assert_eq!((a.partitions, a.rows_per_thread), (16_384, 1024));
 
-        let cli = Cli::try_parse_from([
+        let Some(Benchmark::Lock(a)) = bench([
             "shoal",
             "bench",
             "lock",
@@ -802,12 +770,7 @@ mod tests {
             "1,2,32",
             "--partitions",
             "1024",
-        ])
-        .unwrap();
-        let Command::Bench(b) = cli.command else {
-            panic!("expected the bench command")
-        };
-        let Some(Benchmark::Lock(a)) = b.bench else {
+        ]) else {
             panic!("lock expected")
         };
         assert_eq!(a.variant, ["hot-table"]);

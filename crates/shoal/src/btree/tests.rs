@@ -256,10 +256,10 @@ fn rollback_and_restart_undo_through_splits() {
     e.close().unwrap();
 }
 
-#[test]
-fn verify_reports_a_damaged_node() {
-    let disk = FaultStorage::new(FaultConfig::new(6)).unwrap();
-    let e = open(&disk, 64);
+/// A sound tree of 400 keys in a fresh engine on `disk`, and one of its leaves (for the
+/// tests that damage a node and expect `verify` to say so).
+fn sound_tree_and_a_leaf(disk: &FaultStorage) -> (Engine, BTree, crate::PageId) {
+    let e = open(disk, 64);
     let t = BTree::create(e.txns(), e.space()).unwrap();
     let mut tx = e.begin();
     for i in 0..400 {
@@ -268,6 +268,13 @@ fn verify_reports_a_damaged_node() {
     tx.commit().unwrap();
     let r = assert_sound(&t);
     let leaf = *r.pages.iter().find(|&&p| p != t.root()).unwrap();
+    (e, t, leaf)
+}
+
+#[test]
+fn verify_reports_a_damaged_node() {
+    let disk = FaultStorage::new(FaultConfig::new(6)).unwrap();
+    let (e, t, leaf) = sound_tree_and_a_leaf(&disk);
     {
         // Swap two keys' order inside a leaf by rewriting an entry's key in place.
         let mut g = e.pool().fix_exclusive(leaf).unwrap();
@@ -729,15 +736,7 @@ fn search_keys_with_long_common_prefixes() {
 #[test]
 fn verify_reports_a_stale_hint() {
     let disk = FaultStorage::new(FaultConfig::new(12)).unwrap();
-    let e = open(&disk, 64);
-    let t = BTree::create(e.txns(), e.space()).unwrap();
-    let mut tx = e.begin();
-    for i in 0..400 {
-        t.insert(&mut tx, &key(i), &value(i, 30)).unwrap();
-    }
-    tx.commit().unwrap();
-    let r = assert_sound(&t);
-    let leaf = *r.pages.iter().find(|&&p| p != t.root()).unwrap();
+    let (e, t, leaf) = sound_tree_and_a_leaf(&disk);
     {
         let mut g = e.pool().fix_exclusive(leaf).unwrap();
         let mut page = g.page_mut();
