@@ -158,18 +158,14 @@ pub fn plan(
             .map(|v| Variant::from_name(v).map(Variant::name))
             .collect::<Result<_>>()?
     };
-    Ok(chosen
-        .into_iter()
-        .map(|v| {
-            let run = RunConfig {
-                threads: threads.unwrap_or(default_threads(v)).to_vec(),
-                latency_sample_every: latency_sample_every
-                    .unwrap_or_else(|| latency_sample_every_default(v)),
-                ..base.clone()
-            };
-            (v, run)
-        })
-        .collect())
+    Ok(crate::runner::runs_for(
+        chosen,
+        threads,
+        latency_sample_every,
+        base,
+        default_threads,
+        latency_sample_every_default,
+    ))
 }
 
 /// The log benchmark, its settings checked.

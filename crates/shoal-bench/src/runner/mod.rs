@@ -81,6 +81,31 @@ pub use api::{
 pub use point::measure_point;
 use point::quantile_us;
 
+/// One run per variant of `chosen`, in order: threads `threads` if given, else
+/// `default_threads(variant)`; latency sampling `latency_sample_every` if given, else
+/// `default_latency(variant)`; the other settings from `base`. The per-benchmark `plan`
+/// functions choose and check the variants and call this.
+pub fn runs_for(
+    chosen: impl IntoIterator<Item = &'static str>,
+    threads: Option<&[usize]>,
+    latency_sample_every: Option<u32>,
+    base: &RunConfig,
+    default_threads: impl Fn(&str) -> &'static [usize],
+    default_latency: impl Fn(&str) -> u32,
+) -> Vec<(&'static str, RunConfig)> {
+    chosen
+        .into_iter()
+        .map(|v| {
+            let run = RunConfig {
+                threads: threads.unwrap_or(default_threads(v)).to_vec(),
+                latency_sample_every: latency_sample_every.unwrap_or_else(|| default_latency(v)),
+                ..base.clone()
+            };
+            (v, run)
+        })
+        .collect()
+}
+
 /// Largest latency the histograms hold, in nanoseconds (100 s); longer ones are recorded as
 /// this value.
 const LATENCY_MAX_NS: u64 = 100_000_000_000;

@@ -228,22 +228,22 @@ pub fn plan(
         chosen.push(BTREEMAP_VARIANT);
     }
     let ordered = VARIANTS.iter().copied().filter(|v| chosen.contains(v));
-    Ok(ordered
-        .map(|v| {
-            let threads_of = if v == BTREEMAP_VARIANT {
-                "lookup-resident"
-            } else {
-                v
-            };
-            let run = RunConfig {
-                threads: threads.unwrap_or(default_threads(threads_of)).to_vec(),
-                latency_sample_every: latency_sample_every
-                    .unwrap_or_else(|| latency_sample_every_default(v)),
-                ..base.clone()
-            };
-            (v, run)
+    // The BTreeMap context runs at the thread counts of the variant it is context for.
+    let threads_of = |v: &str| {
+        default_threads(if v == BTREEMAP_VARIANT {
+            "lookup-resident"
+        } else {
+            v
         })
-        .collect())
+    };
+    Ok(crate::runner::runs_for(
+        ordered,
+        threads,
+        latency_sample_every,
+        base,
+        threads_of,
+        latency_sample_every_default,
+    ))
 }
 
 /// Runs `plan` (from [`plan`]) variant by variant with [`run_micro`], telling `observer`
