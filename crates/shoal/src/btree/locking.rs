@@ -91,8 +91,10 @@ impl BTree {
         self.locking
     }
 
-    /// Locks `key` for a change: IX on the table, X long on the key (no latch held).
+    /// Checks `key` against the limits, then locks it for a change: IX on the table, X long
+    /// on the key (no latch held) — the first step of every transactional write.
     pub(crate) fn lock_for_write(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<()> {
+        self.check_key(key)?;
         match &self.locking {
             Some(s) => lock_waiting(txn, s, mgl::IX, &s.key(key), mgl::X, LockDuration::Long),
             None => Ok(()),
@@ -108,7 +110,6 @@ impl BTree {
         txn: &mut Transaction<'_>,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        self.check_key(key)?;
         self.lock_for_write(txn, key)?;
         self.get(key)
     }

@@ -404,7 +404,6 @@ impl BTree {
     /// ([`BTree::max_key_bytes`], [`BTree::max_value_bytes`]); log, buffer-pool and
     /// allocation errors.
     pub fn insert(&self, txn: &mut Transaction<'_>, key: &[u8], value: &[u8]) -> Result<()> {
-        self.check_key(key)?;
         self.lock_for_write(txn, key)?;
         let (v, chain) = self.tagged_value(txn, key, value)?;
         match self.put(txn, key, &v, Put::Insert) {
@@ -427,7 +426,6 @@ impl BTree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        self.check_key(key)?;
         self.lock_for_write(txn, key)?;
         let (v, _) = self.tagged_value(txn, key, value)?;
         match self.put(txn, key, &v, Put::Upsert)? {
@@ -447,7 +445,6 @@ impl BTree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        self.check_key(key)?;
         self.lock_for_write(txn, key)?;
         let (v, chain) = self.tagged_value(txn, key, value)?;
         match self.put(txn, key, &v, Put::Update)? {
@@ -464,7 +461,6 @@ impl BTree {
     /// # Errors
     /// [`Error::InvalidArgument`] for a key over the limit; log and buffer-pool errors.
     pub fn delete(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_key(key)?;
         self.lock_for_write(txn, key)?;
         match self.remove(txn, key)? {
             Some(old) => self.retire(txn, old).map(Some),
