@@ -24,6 +24,12 @@
 //! with nothing held, and the operation starts over (the next key may have changed).
 //! Readers request every lock between optimistic reads, never under a latch. Undo takes no
 //! lock: a rollback only puts back what its own X locks protect.
+//!
+//! Known gap: the next key of an insert or delete at the end of a leaf is the first key of a
+//! leaf to the right, read optimistically while the leaf's X latch is held (latches are taken
+//! left to right, so this cannot deadlock); if that leaf is not in the pool, the read is I/O
+//! under the latch, an exception to DESIGN.md principle 6 that a "next key" fence cache or a
+//! ghost record at leaf ends would remove.
 
 use super::cursor::{Cursor, ScanDirection};
 use super::tree::BTree;
