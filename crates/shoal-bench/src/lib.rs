@@ -22,8 +22,9 @@
 //! JSON record), [`output`] and [`report`] (where results go), [`parse`] (thread lists,
 //! sizes, seconds), [`sys`] (peak RSS, CPU time), [`micro`] (the micro-benchmarks).
 //!
-//! Non-goals for now: peer engines (SQLite, PostgreSQL, Derby), the workloads (`select1`,
-//! `tpcb`, `insert`, `tpcc`) and charts; they come with the engine layers they need.
+//! [`workload`] has the TPC-C generators so far. Non-goals for now: peer engines (SQLite,
+//! PostgreSQL, Derby), the workload drivers (`select1`, `tpcb`, `insert`, `tpcc`) and charts;
+//! they come with the workload-suite issue.
 
 pub mod error;
 pub mod measurement;
@@ -33,6 +34,7 @@ pub mod parse;
 pub mod report;
 pub mod runner;
 pub mod sys;
+pub mod workload;
 
 pub use error::{BenchError, Result};
 pub use measurement::Measurement;
