@@ -151,13 +151,25 @@ impl BTree {
     /// the lock (retryable after a rollback).
     pub fn get_in(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_key(key)?;
-        let short = match &self.locking {
-            Some(s) => self.lock_for_read(txn, &s.key(key))?,
-            None => false,
-        };
+        match &self.locking {
+            Some(s) => self.read_locked(txn, s, key),
+            None => self.get(key),
+        }
+    }
+
+    /// Reads `key` under the read lock of `txn`'s level: locks (no latch held), reads, and
+    /// drops a short lock at once (cursor stability: only this name, in O(1)).
+    fn read_locked(
+        &self,
+        txn: &mut Transaction<'_>,
+        s: &LockSpace,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let name = s.key(key);
+        let short = self.lock_for_read(txn, &name)?;
         let v = self.get(key);
         if short {
-            txn.release_short_locks();
+            txn.release_short_lock(&name);
         }
         v
     }
@@ -296,19 +308,13 @@ impl Iterator for LockedCursor<'_, '_, '_> {
                     }
                 }
             };
-            let Some(s) = self.tree.locking else {
-                return Some(Ok((key, copied)));
+            let s = match self.tree.locking {
+                Some(s) if BTree::read_duration(self.txn).is_some() => s,
+                // No read locks (a bare tree, or READ UNCOMMITTED): what was copied will do.
+                _ => return Some(Ok((key, copied))),
             };
             // Lock, then read the value again: what the cursor copied may be uncommitted.
-            let short = match self.tree.lock_for_read(self.txn, &s.key(&key)) {
-                Ok(short) => short,
-                Err(e) => return Some(Err(e)),
-            };
-            let value = self.tree.get(&key);
-            if short {
-                self.txn.release_short_locks();
-            }
-            match value {
+            match self.tree.read_locked(self.txn, &s, &key) {
                 Ok(Some(v)) => return Some(Ok((key, v))),
                 Ok(None) => continue, // deleted (and committed) since the cursor saw it
                 Err(e) => return Some(Err(e)),

@@ -524,6 +524,35 @@ impl LockOwner {
         });
     }
 
+    /// Releases the short part of the lock on `name` only — the end of one read under
+    /// cursor stability — in O(1); a long part stays (the name goes back to its long mode).
+    /// False if no short lock was held on `name`. [`LockOwner::release_short`] does this for
+    /// every name, at O(locks held).
+    pub fn release_short_on(&mut self, name: &LockName) -> bool {
+        let Self {
+            sh,
+            map,
+            id,
+            wake,
+            tables,
+            ..
+        } = self;
+        let Some(h) = map.get_mut(name) else {
+            return false;
+        };
+        if h.short == NONE {
+            return false;
+        }
+        h.short = NONE;
+        let to = h.long;
+        lower(sh, *id, name, h, to, wake);
+        refresh_cover(sh, tables, name, (to != NONE).then_some(&*h));
+        if to == NONE {
+            map.remove(name);
+        }
+        true
+    }
+
     /// Ends the transaction: releases every lock (commit or rollback, strict 2PL).
     pub fn release_all(&mut self) {
         let Self {

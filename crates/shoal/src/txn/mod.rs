@@ -550,6 +550,14 @@ impl<'m> Transaction<'m> {
             .is_some_and(|o| o.covers(name, mode, duration))
     }
 
+    /// Releases the short part of the transaction's lock on `name` (the end of one READ
+    /// COMMITTED read); O(1). False if it held no short lock there.
+    pub fn release_short_lock(&mut self, name: &LockName) -> bool {
+        self.locks
+            .as_mut()
+            .is_some_and(|o| o.release_short_on(name))
+    }
+
     /// Releases the transaction's short locks (end of a statement; READ COMMITTED reads).
     pub fn release_short_locks(&mut self) {
         if let Some(o) = &mut self.locks {

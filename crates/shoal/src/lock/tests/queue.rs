@@ -224,6 +224,36 @@ fn short_locks_go_at_release_short_and_long_ones_stay() {
     assert_eq!(m.table_heads(), 0);
 }
 
+/// `release_short_on` drops one name's short part only: other short locks stay, and a name
+/// also held long goes back to its long mode.
+#[test]
+fn release_short_on_releases_one_name() {
+    let m = mgl(5_000);
+    let mut a = owner(&m, 1);
+    let mut b = owner(&m, 2);
+    a.lock(&row(1), S, Short, Wait::Yes).unwrap();
+    a.lock(&row(2), S, Short, Wait::Yes).unwrap();
+    a.lock(&row(3), IX, Long, Wait::Yes).unwrap();
+    a.lock(&row(3), S, Short, Wait::Yes).unwrap();
+    assert!(a.release_short_on(&row(1)));
+    assert!(!a.release_short_on(&row(1)), "nothing short left on row 1");
+    assert_eq!(a.held(&row(1)), None);
+    assert_eq!(a.held(&row(2)), Some(S), "another name's short lock stays");
+    assert!(a.release_short_on(&row(3)));
+    assert_eq!(a.held(&row(3)), Some(IX), "SIX lowered to the long IX");
+    assert_eq!(
+        b.lock(&row(1), X, Long, Wait::No).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!(
+        b.lock(&row(2), X, Long, Wait::No).unwrap(),
+        LockStatus::WouldBlock
+    );
+    a.release_all();
+    b.release_all();
+    assert_eq!(m.table_heads(), 0);
+}
+
 #[test]
 fn a_downgrade_wakes_waiters() {
     let m = mgl(10_000);
