@@ -33,16 +33,20 @@ pub(crate) trait Logger {
         redo: Vec<u8>,
         undo: impl FnOnce() -> Vec<u8>,
     ) -> Result<Lsn>;
-    /// Asks for the next-key lock of a change under the leaf latch (`locking` module doc);
-    /// undo takes no lock and always answers `None`.
+    /// Asks for the next-key lock of a change under the leaf latch (`locking` module doc).
+    /// By default none: undo takes no lock.
     fn next_key_lock(
         &mut self,
-        tree: &BTree,
-        next: Option<&[u8]>,
-        delete: bool,
-    ) -> Result<Option<NextKeyWait>>;
+        _tree: &BTree,
+        _next: Option<&[u8]>,
+        _delete: bool,
+    ) -> Result<Option<NextKeyWait>> {
+        Ok(None)
+    }
     /// Waits, with no latch held, for a next-key lock that would have blocked.
-    fn wait_for(&mut self, w: NextKeyWait) -> Result<()>;
+    fn wait_for(&mut self, _w: NextKeyWait) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl Logger for Transaction<'_> {
@@ -81,17 +85,6 @@ impl Logger for UndoContext<'_> {
         _undo: impl FnOnce() -> Vec<u8>,
     ) -> Result<Lsn> {
         self.compensate_on(page, redo)
-    }
-    fn next_key_lock(
-        &mut self,
-        _tree: &BTree,
-        _next: Option<&[u8]>,
-        _delete: bool,
-    ) -> Result<Option<NextKeyWait>> {
-        Ok(None)
-    }
-    fn wait_for(&mut self, _w: NextKeyWait) -> Result<()> {
-        Ok(())
     }
 }
 

@@ -40,7 +40,7 @@ pub const LOCK_DB: u32 = 0;
 #[derive(Clone, Debug)]
 pub struct Catalog {
     tree: BTree,
-    txns_space: Arc<SpaceManager>,
+    space: Arc<SpaceManager>,
 }
 
 fn table_key(name: &str) -> Vec<u8> {
@@ -137,7 +137,7 @@ impl Catalog {
                 db: LOCK_DB,
                 table: 0,
             }),
-            txns_space: space.clone(),
+            space: space.clone(),
         }
     }
 
@@ -184,12 +184,12 @@ impl Catalog {
         }
         let mgr = txn.manager();
         let id = self.next_number(txn)?;
-        let primary = BTree::create(mgr, &self.txns_space)?;
+        let primary = BTree::create(mgr, &self.space)?;
         self.free_on_rollback(txn, primary.clone());
         let mut indexes = Vec::with_capacity(def.indexes().len());
         for _ in def.indexes() {
             let iid = self.next_number(txn)?;
-            let tree = BTree::create(mgr, &self.txns_space)?;
+            let tree = BTree::create(mgr, &self.space)?;
             self.free_on_rollback(txn, tree.clone());
             indexes.push((iid, tree.root()));
         }
@@ -214,7 +214,7 @@ impl Catalog {
     /// Frees `tree`'s pages if `txn` rolls back (its catalog entry is gone then, and no
     /// other transaction could see the tree: the entry was X-locked).
     fn free_on_rollback(&self, txn: &mut Transaction<'_>, tree: BTree) {
-        let space = self.txns_space.clone();
+        let space = self.space.clone();
         txn.on_rollback(move || {
             for p in tree.verify()?.pages {
                 space.free(p)?;
@@ -225,7 +225,7 @@ impl Catalog {
 
     fn handle(&self, e: Entry) -> Result<Table> {
         let pool = self.tree.pool.clone();
-        let space = self.txns_space.clone();
+        let space = self.space.clone();
         let open = |id: u32, root: PageId| -> Result<BTree> {
             Ok(
                 BTree::open(pool.clone(), space.clone(), root)?.with_locking(LockSpace {
@@ -298,7 +298,7 @@ impl Catalog {
             Wait::Yes,
         )?;
         self.tree.delete(txn, &table_key(name))?;
-        let space = self.txns_space.clone();
+        let space = self.space.clone();
         let trees: Vec<BTree> = std::iter::once(table.primary.clone())
             .chain(table.indexes.iter().cloned())
             .collect();

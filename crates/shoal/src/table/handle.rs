@@ -110,8 +110,7 @@ impl Table {
         let values = self.def.check_row(row)?;
         let pk = self.def.primary_key_of(&values)?;
         let bytes = encode_row(&self.def, &values)?;
-        let sp = txn.savepoint();
-        let r = (|| {
+        statement(txn, |txn| {
             self.primary
                 .insert(txn, &pk, &bytes)
                 .map_err(|e| self.name_duplicate(None, e))?;
@@ -121,11 +120,7 @@ impl Table {
                     .map_err(|e| self.name_duplicate(Some(i), e))?;
             }
             Ok(())
-        })();
-        if r.is_err() {
-            txn.rollback_to(&sp)?;
-        }
-        r
+        })
     }
 
     /// The row whose primary key columns hold `key` (in primary-key column order), read
@@ -174,8 +169,7 @@ impl Table {
         let old = decode_row(&self.def, &old_bytes)?;
         let (new, _changed) = self.def.check_update(&old, changes)?;
         let new_pk = self.def.primary_key_of(&new)?;
-        let sp = txn.savepoint();
-        let r = (|| {
+        statement(txn, |txn| {
             if new_pk != pk {
                 self.primary.delete(txn, &pk)?;
                 self.primary
@@ -197,11 +191,7 @@ impl Table {
                 }
             }
             Ok(true)
-        })();
-        if r.is_err() {
-            txn.rollback_to(&sp)?;
-        }
-        r
+        })
     }
 
     /// The row bytes at `pk`, after an X lock on it.
@@ -219,18 +209,12 @@ impl Table {
             return Ok(None);
         };
         let old = decode_row(&self.def, &old_bytes)?;
-        let sp = txn.savepoint();
-        let r = (|| {
+        statement(txn, |txn| {
             for (i, tree) in self.indexes.iter().enumerate() {
                 tree.delete(txn, &self.def.index_key_of(i, &old)?)?;
             }
-            self.primary.delete(txn, &pk)?;
-            Ok(())
-        })();
-        if let Err(e) = r {
-            txn.rollback_to(&sp)?;
-            return Err(e);
-        }
+            self.primary.delete(txn, &pk)
+        })?;
         Row::from_table(self.def.clone(), old).map(Some)
     }
 
@@ -369,6 +353,20 @@ impl Table {
         }
         Ok((rows, problems))
     }
+}
+
+/// Runs one statement's changes `f` in `txn`: if `f` fails, its changes are rolled back to
+/// a savepoint taken before it (statement atomicity), and the transaction goes on.
+fn statement<T>(
+    txn: &mut Transaction<'_>,
+    f: impl FnOnce(&mut Transaction<'_>) -> Result<T>,
+) -> Result<T> {
+    let sp = txn.savepoint();
+    let r = f(txn);
+    if r.is_err() {
+        txn.rollback_to(&sp)?;
+    }
+    r
 }
 
 fn as_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
