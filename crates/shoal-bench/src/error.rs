@@ -14,6 +14,17 @@ pub enum BenchError {
     #[error(transparent)]
     Engine(#[from] shoal::Error),
 
+    /// A peer engine (SQLite) returned an error that retrying cannot cure. `what` names the
+    /// statement or step.
+    #[error("sqlite: {what}: {source}")]
+    Sqlite {
+        /// The statement or step that failed.
+        what: String,
+        /// The driver's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+
     /// A file or directory of the harness (database directory, `--out` directory, report
     /// file) could not be created, read or written. `what` says what the harness was doing.
     #[error("{what} {}: {source}", path.display())]
@@ -58,6 +69,14 @@ impl BenchError {
         BenchError::InvalidArgument {
             name,
             reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`BenchError::Sqlite`].
+    pub fn sqlite(what: impl Into<String>, source: rusqlite::Error) -> BenchError {
+        BenchError::Sqlite {
+            what: what.into(),
+            source,
         }
     }
 

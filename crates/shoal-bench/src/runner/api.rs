@@ -119,6 +119,11 @@ impl ThreadCtx {
         *self.aborts.entry(cause).or_insert(0) += 1;
     }
 
+    /// Aborted operations of this thread with cause `cause` so far.
+    pub fn aborts_of(&self, cause: &str) -> u64 {
+        self.aborts.get(cause).copied().unwrap_or(0)
+    }
+
     /// Whether the operation that just ran aborted; clears the mark.
     #[inline]
     pub(super) fn take_aborted(&mut self) -> bool {

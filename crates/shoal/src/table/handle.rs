@@ -138,6 +138,22 @@ impl Table {
         }
     }
 
+    /// As [`Table::get`], but the row is locked exclusively (X, held to the end of the
+    /// transaction) before it is read, whatever the isolation level: SQL's `SELECT ... FOR
+    /// UPDATE`. A read-modify-write (`get_for_update`, then [`Table::update`]) therefore
+    /// cannot lose a concurrent update, and two such transactions queue instead of
+    /// deadlocking on a shared-to-exclusive conversion.
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    pub fn get_for_update(&self, txn: &mut Transaction<'_>, key: &[Value]) -> Result<Option<Row>> {
+        let pk = self.primary_key(key)?;
+        match self.read_for_update(txn, &pk)? {
+            Some(bytes) => Row::decode(&self.def, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn primary_key(&self, key: &[Value]) -> Result<Vec<u8>> {
         let cols = self.def.primary_key();
         if key.len() != cols.len() {
@@ -231,12 +247,30 @@ impl Table {
         upper: Bound<&[Value]>,
         dir: ScanDirection,
     ) -> Result<Vec<Row>> {
+        self.scan_first(txn, lower, upper, dir, usize::MAX)
+    }
+
+    /// As [`Table::scan`], but at most the first `n` rows in `dir` order (`LIMIT n`): the
+    /// scan stops after them, so finding the oldest row of a range costs one row's reads
+    /// and locks, not the range's.
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    pub fn scan_first(
+        &self,
+        txn: &mut Transaction<'_>,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        dir: ScanDirection,
+        n: usize,
+    ) -> Result<Vec<Row>> {
         let cols = self.def.primary_key();
         let Some((lo, hi)) = key_range(&self.def, cols, lower, upper)? else {
             return Ok(Vec::new());
         };
         self.primary
             .scan_in(txn, as_bound(&lo), as_bound(&hi), dir)
+            .take(n)
             .map(|kv| kv.and_then(|(_, bytes)| Row::decode(&self.def, &bytes)))
             .collect()
     }
@@ -253,6 +287,23 @@ impl Table {
         index: &str,
         prefix: &[Value],
     ) -> Result<Vec<Row>> {
+        self.scan_index_first(txn, index, prefix, ScanDirection::Forward, usize::MAX)
+    }
+
+    /// As [`Table::scan_index`], in index order or its reverse (`dir`), at most the first
+    /// `n` rows: e.g. a customer's newest order is the first row of a backward scan of an
+    /// index on `(customer, order id)`.
+    ///
+    /// # Errors
+    /// As [`Table::scan_index`].
+    pub fn scan_index_first(
+        &self,
+        txn: &mut Transaction<'_>,
+        index: &str,
+        prefix: &[Value],
+        dir: ScanDirection,
+        n: usize,
+    ) -> Result<Vec<Row>> {
         let i = self.def.index_position(index).ok_or_else(|| {
             Error::invalid(
                 "index",
@@ -267,7 +318,8 @@ impl Table {
             None => Bound::Unbounded,
         };
         let pks = self.indexes[i]
-            .scan_in(txn, Bound::Included(&lo), upper, ScanDirection::Forward)
+            .scan_in(txn, Bound::Included(&lo), upper, dir)
+            .take(n)
             .map(|kv| kv.map(|(_, pk)| pk))
             .collect::<Result<Vec<_>>>()?;
         let mut rows = Vec::with_capacity(pks.len());
