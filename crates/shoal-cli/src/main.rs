@@ -12,8 +12,7 @@
 //! (exit status 1).
 
 use clap::builder::PossibleValuesParser;
-use clap::error::ErrorKind;
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use shoal_bench::micro::btree::{self, BtreeBench, BtreeConfig};
 use shoal_bench::micro::buffer::{self, BufferBench, BufferConfig};
 use shoal_bench::micro::lock::{self as lockbench, LockBench, LockConfig};
@@ -22,10 +21,12 @@ use shoal_bench::micro::recovery::{self, RecoveryBench, RecoveryConfig};
 use shoal_bench::output::{Output, OutputOptions};
 use shoal_bench::parse::{ByteSize, Seconds, ThreadList};
 use shoal_bench::runner::{run_micro, MicroBench, RunConfig};
+use shoal_bench::workload::suite::Workload;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod db_cmds;
+mod workload_cmds;
 
 /// Shoal: a transactional storage manager for multicore machines.
 #[derive(Debug, Parser)]
@@ -54,7 +55,7 @@ enum Command {
     override_usage = "shoal bench <BENCHMARK> [OPTIONS]"
 )]
 struct BenchCommand {
-    /// Which benchmark; `None` is answered with a usage error listing them.
+    /// Which benchmark; `None` runs the default suite of workloads.
     #[command(subcommand)]
     bench: Option<Benchmark>,
 }
@@ -77,17 +78,26 @@ enum Benchmark {
     /// Lock-manager micro-benchmark: X lock + release pairs on distinct rows, and
     /// transactions taking IX on one shared table plus row X locks (the hot intention lock).
     Lock(LockArgs),
+    /// Workload: seed 000's single-row select on `test(a INT4 PRIMARY KEY, b CHAR(96))`,
+    /// 100,000 rows per --scale, on each --engine.
+    Select1(workload_cmds::WorkloadArgs),
+    /// Workload: pgbench's TPC-B-like transaction (update an account, read it back, update
+    /// its teller and branch, insert history), --scale branches, on each --engine.
+    Tpcb(workload_cmds::WorkloadArgs),
+    /// Workload: seed 001's insert micro-benchmark; each thread inserts into its own
+    /// table, committing every 1,000 records, on each --engine.
+    Insert(workload_cmds::WorkloadArgs),
 }
 
 /// Settings every benchmark takes.
 #[derive(Debug, Args)]
-struct CommonArgs {
+pub struct CommonArgs {
     /// Thread counts to measure, comma-separated, e.g. 1,2,4,8; applies to every variant
     /// [default: the benchmark's own; buffer: 1,2; log: insert 1,2, commit-full and
     /// commit-lazy 1,2,4,8,16,32,64; btree: lookup-hot-root 1,2,4,...,128, the others
     /// 1,2].
     #[arg(long, value_name = "LIST", allow_negative_numbers = true)]
-    threads: Option<ThreadList>,
+    pub threads: Option<ThreadList>,
 
     /// Measured seconds per point (variant x thread count).
     #[arg(
@@ -360,28 +370,8 @@ fn parse_page_size(s: &str) -> Result<usize, String> {
         .map_err(|_| format!("{n} is not a power of two from 4096 to 65536"))
 }
 
-/// Exits with a usage error (status 2) that lists the benchmarks.
-fn missing_benchmark() -> ! {
-    let mut cmd = Cli::command();
-    let bench = cmd
-        .find_subcommand_mut("bench")
-        .expect("the bench subcommand exists");
-    let names = bench
-        .get_subcommands()
-        .map(|c| c.get_name().to_string())
-        .filter(|n| n != "help")
-        .collect::<Vec<_>>()
-        .join(", ");
-    bench
-        .error(
-            ErrorKind::MissingSubcommand,
-            format!("name a benchmark to run; available: {names}"),
-        )
-        .exit()
-}
-
 /// The command line as typed, for the report.
-fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
 
@@ -544,7 +534,10 @@ fn main() -> ExitCode {
             Some(Benchmark::Recovery(args)) => run_recovery(args),
             Some(Benchmark::Btree(args)) => run_btree(args),
             Some(Benchmark::Lock(args)) => run_lock(args),
-            None => missing_benchmark(),
+            Some(Benchmark::Select1(args)) => workload_cmds::run_workload(Workload::Select1, args),
+            Some(Benchmark::Tpcb(args)) => workload_cmds::run_workload(Workload::Tpcb, args),
+            Some(Benchmark::Insert(args)) => workload_cmds::run_workload(Workload::Insert, args),
+            None => workload_cmds::run_default_suite(),
         }
         .map_err(|e| e.to_string()),
         Command::Inspect(args) => db_cmds::inspect(args),
@@ -574,7 +567,7 @@ mod tests {
 
     #[test]
     fn cli_definition_is_consistent() {
-        Cli::command().debug_assert();
+        <Cli as clap::CommandFactory>::command().debug_assert();
     }
 
     #[test]

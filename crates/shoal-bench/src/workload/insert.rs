@@ -1,1 +1,308 @@
-//! placeholder
+//! `insert` (seed 001 §3.2, DESIGN.md §4): the Shore-MT record-insertion micro-benchmark.
+//! Each worker inserts records into a private table backed by a B-tree, committing every
+//! [`RECORDS_PER_TXN`] records; there is no logical contention, so what limits scaling is
+//! the engine's free-space management, buffer pool and log.
+//!
+//! Table `insert_<worker>(k INT8 PRIMARY KEY, v BYTES(100))`, keys ascending per worker
+//! (continuing across points), values of [`VALUE_BYTES`] bytes derived from the key. An
+//! operation is one transaction of 1,000 inserts, so `ops_per_s` counts transactions; the
+//! derived `records_per_s` counts records.
+//!
+//! Consistency (after every point): each table holds exactly the records its worker
+//! committed, keys `0..n` (counted by a full scan).
+
+use super::shoal_side::{self, ShoalDb};
+use super::sqlite_side::SqliteDb;
+use super::{consistency_field, EngineKind, WorkloadOptions};
+use crate::error::{BenchError, Result};
+use crate::runner::{MicroBench, RunConfig, ThreadCtx};
+use crossbeam_utils::CachePadded;
+use rusqlite::params;
+use serde_json::{Map, Value};
+use shoal::table::{Column, ColumnType, Row, Table, TableDef, Value as V};
+use shoal::IsolationLevel;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Records per transaction (seed 001: "Transactions commit every 1000 records").
+pub const RECORDS_PER_TXN: u64 = 1_000;
+/// Bytes of each record's value.
+pub const VALUE_BYTES: usize = 100;
+/// Pool bytes per worker (the tables grow for the whole run: about 1 M records/s × 150 B).
+const POOL_BYTES_PER_WORKER: u64 = 256 << 20;
+
+/// The `insert` workload on one engine.
+pub struct Insert {
+    /// Engine and settings (`size` is ignored: the tables start empty and grow).
+    pub opts: WorkloadOptions,
+}
+
+/// What an `insert` setup built: one table per worker and each worker's committed count.
+pub enum InsertState {
+    /// Shoal.
+    Shoal {
+        /// The database.
+        db: ShoalDb,
+        /// Worker `i`'s table.
+        tables: Vec<Table>,
+        /// Records worker `i` has committed (its next key).
+        committed: Vec<CachePadded<AtomicU64>>,
+    },
+    /// SQLite.
+    Sqlite {
+        /// The database and its connections.
+        db: SqliteDb,
+        /// Records worker `i` has committed.
+        committed: Vec<CachePadded<AtomicU64>>,
+    },
+}
+
+fn value_of(k: u64) -> [u8; VALUE_BYTES] {
+    let mut v = [0u8; VALUE_BYTES];
+    for (i, chunk) in v.chunks_mut(8).enumerate() {
+        let b = (k.rotate_left(i as u32 * 7)).to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+    v
+}
+
+impl Insert {
+    fn pool_bytes(&self, workers: usize) -> u64 {
+        self.opts
+            .pool_bytes(POOL_BYTES_PER_WORKER * workers as u64 / 2)
+    }
+}
+
+impl InsertState {
+    fn committed(&self) -> &[CachePadded<AtomicU64>] {
+        match self {
+            InsertState::Shoal { committed, .. } | InsertState::Sqlite { committed, .. } => {
+                committed
+            }
+        }
+    }
+
+    /// Records in each worker's table, counted by a full scan (Shoal: `Table::verify`,
+    /// which also checks the tree).
+    ///
+    /// # Errors
+    /// The engine's errors while reading.
+    pub fn counts(&self) -> Result<Vec<u64>> {
+        match self {
+            InsertState::Shoal { tables, .. } => tables
+                .iter()
+                .map(|t| {
+                    let (rows, problems) = t.verify()?;
+                    if problems.is_empty() {
+                        Ok(rows)
+                    } else {
+                        Err(BenchError::Check(format!("{}: {problems:?}", t.name())))
+                    }
+                })
+                .collect(),
+            InsertState::Sqlite { db, committed } => {
+                let c = db.conn(0)?;
+                (0..committed.len())
+                    .map(|i| {
+                        let sql = format!("SELECT count(*) FROM insert_{i}");
+                        c.query_row(&sql, [], |r| r.get::<_, i64>(0))
+                            .map(|n| n as u64)
+                            .map_err(|e| BenchError::sqlite(sql, e))
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+impl MicroBench for Insert {
+    type State = InsertState;
+
+    fn name(&self) -> &'static str {
+        "insert"
+    }
+
+    fn engine(&self) -> &'static str {
+        self.opts.engine.name()
+    }
+
+    fn variants(&self) -> &'static [&'static str] {
+        &["insert"]
+    }
+
+    fn config(&self) -> Map<String, Value> {
+        let mut m = self.opts.to_json(self.pool_bytes(1));
+        m.insert("records_per_txn".into(), RECORDS_PER_TXN.into());
+        m.insert("value_bytes".into(), VALUE_BYTES.into());
+        m
+    }
+
+    fn setup(&self, _variant: &str, run: &RunConfig) -> Result<InsertState> {
+        let workers = run.threads.iter().copied().max().unwrap_or(1);
+        let committed = (0..workers)
+            .map(|_| CachePadded::new(AtomicU64::new(0)))
+            .collect();
+        let pool = self.pool_bytes(workers);
+        match self.opts.engine {
+            EngineKind::Shoal => {
+                let db = ShoalDb::create(&self.opts, pool)?;
+                let mut tx = db.db().begin(IsolationLevel::ReadCommitted);
+                let mut tables = Vec::with_capacity(workers);
+                for i in 0..workers {
+                    let def = TableDef::new(
+                        format!("insert_{i}"),
+                        vec![
+                            Column::new("k", ColumnType::Int8),
+                            Column::new("v", ColumnType::Bytes(Some(VALUE_BYTES as u32)))
+                                .not_null(),
+                        ],
+                        &["k"],
+                    )?;
+                    tables.push(db.db().create_table(&mut tx, def)?);
+                }
+                tx.commit()?;
+                Ok(InsertState::Shoal {
+                    db,
+                    tables,
+                    committed,
+                })
+            }
+            EngineKind::Sqlite => {
+                let db = SqliteDb::create(&self.opts, pool, workers)?;
+                let c = db.conn(0)?;
+                for i in 0..workers {
+                    let sql =
+                        format!("CREATE TABLE insert_{i}(k INTEGER PRIMARY KEY, v BLOB NOT NULL)");
+                    c.execute_batch(&sql)
+                        .map_err(|e| BenchError::sqlite(sql.clone(), e))?;
+                }
+                drop(c);
+                Ok(InsertState::Sqlite { db, committed })
+            }
+        }
+    }
+
+    fn op(state: &InsertState, thread_idx: usize, ctx: &mut ThreadCtx) -> Result<()> {
+        let counter = state.committed().get(thread_idx).ok_or_else(|| {
+            BenchError::invalid("threads", format!("worker {thread_idx} has no table"))
+        })?;
+        // Relaxed: only this worker writes its counter; `after_point` reads it after the
+        // workers joined (the join orders the accesses).
+        let first = counter.load(Ordering::Relaxed);
+        let keys = first..first + RECORDS_PER_TXN;
+        let done = match state {
+            InsertState::Shoal { db, tables, .. } => {
+                let table = &tables[thread_idx];
+                db.run(IsolationLevel::ReadCommitted, ctx, |tx| {
+                    for k in keys {
+                        let row = Row::from_values(vec![
+                            V::Int8(k as i64),
+                            V::Bytes(value_of(k).to_vec()),
+                        ]);
+                        table.insert(tx, &row)?;
+                    }
+                    Ok(Ok::<_, ()>(()))
+                })?
+            }
+            InsertState::Sqlite { db, .. } => {
+                let sql = format!("INSERT INTO insert_{thread_idx}(k, v) VALUES (?1, ?2)");
+                db.run(thread_idx, ctx, true, |c| {
+                    let mut ins = c.prepare_cached(&sql)?;
+                    for k in keys {
+                        ins.execute(params![k as i64, &value_of(k)[..]])?;
+                    }
+                    Ok(Ok::<_, ()>(()))
+                })?
+            }
+        };
+        if done.is_some() {
+            counter.store(first + RECORDS_PER_TXN, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn counters(state: &InsertState) -> BTreeMap<String, u64> {
+        match state {
+            InsertState::Shoal { db, .. } => db.counters(),
+            InsertState::Sqlite { .. } => BTreeMap::new(),
+        }
+    }
+
+    fn derived(_: &str, stats: &BTreeMap<String, u64>, ops: u64) -> Map<String, Value> {
+        let mut m = if stats.is_empty() {
+            Map::new()
+        } else {
+            shoal_side::derived(stats, ops)
+        };
+        m.insert("records".into(), (ops * RECORDS_PER_TXN).into());
+        m
+    }
+
+    fn after_point(state: &InsertState) -> Result<Map<String, Value>> {
+        let mut m = Map::new();
+        if let InsertState::Shoal { db, tables, .. } = state {
+            let roots: Vec<_> = tables
+                .iter()
+                .map(|t| (t.primary_tree().root(), t.name().to_string()))
+                .collect();
+            m.insert("hot_latches".into(), db.hot_latches(&roots));
+        }
+        let counts = state.counts()?;
+        let failures: Vec<String> = counts
+            .iter()
+            .zip(state.committed())
+            .enumerate()
+            .filter(|(_, (&n, c))| n != c.load(Ordering::Relaxed))
+            .map(|(i, (n, c))| {
+                format!(
+                    "insert_{i} holds {n} records, {} were committed",
+                    c.load(Ordering::Relaxed)
+                )
+            })
+            .collect();
+        let (k, v) = consistency_field(&failures);
+        m.insert(k, v);
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::{measure_point, PointSpec};
+
+    #[test]
+    fn both_engines_insert_what_they_commit() {
+        for engine in EngineKind::ALL {
+            let mut opts = WorkloadOptions::new(engine);
+            opts.progress = false;
+            let b = Insert { opts };
+            let run = RunConfig {
+                threads: vec![2],
+                ..RunConfig::default()
+            };
+            let state = b.setup("insert", &run).unwrap();
+            let spec = PointSpec {
+                threads: 2,
+                warmup_s: 0.0,
+                duration_s: 0.3,
+                latency_sample_every: 1,
+                seed: 3,
+            };
+            let r =
+                measure_point(&spec, &state, Insert::op, Insert::counters, &mut |_, _| {}).unwrap();
+            assert!(r.ops() > 0, "{engine:?}");
+            let after = Insert::after_point(&state).unwrap();
+            assert_eq!(after["consistency"], Value::from("pass"), "{engine:?}");
+            let counts = state.counts().unwrap();
+            assert!(
+                counts.iter().all(|n| n % RECORDS_PER_TXN == 0),
+                "{counts:?}"
+            );
+            // A lost record is reported.
+            state.committed()[0].fetch_add(1, Ordering::Relaxed);
+            let after = Insert::after_point(&state).unwrap();
+            assert!(after["consistency"].as_str().unwrap().contains("insert_0"));
+        }
+    }
+}

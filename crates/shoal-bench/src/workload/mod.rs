@@ -41,6 +41,7 @@ pub mod progress;
 pub mod select1;
 pub mod shoal_side;
 pub mod sqlite_side;
+pub mod suite;
 pub mod tpcb;
 pub mod tpcc;
 

@@ -1,0 +1,239 @@
+//! Running a workload on several engines in one invocation, and the default suite that
+//! `shoal bench` runs with no arguments.
+//!
+//! Order of a run: for each variant, each engine in the order given, each thread count —
+//! so the points a ratio compares (Shoal vs SQLite, 2 threads vs 1) are measured one after
+//! the other on the same machine (DESIGN.md §6). Each engine's database is set up (loaded)
+//! once per variant and dropped before the next engine's, so only one is in memory.
+
+use super::insert::Insert;
+use super::select1::Select1;
+use super::tpcb::Tpcb;
+use super::{Durability, EngineKind, WorkloadOptions};
+use crate::error::{BenchError, Result};
+use crate::measurement::Measurement;
+use crate::runner::{run_micro, Observer, RunConfig};
+
+/// The workloads of DESIGN.md §4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Seed 000's single-row select.
+    Select1,
+    /// pgbench's TPC-B-like transaction.
+    Tpcb,
+    /// Seed 001's private-table insert micro-benchmark.
+    Insert,
+}
+
+impl Workload {
+    /// The workload's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Select1 => "select1",
+            Workload::Tpcb => "tpcb",
+            Workload::Insert => "insert",
+        }
+    }
+
+    /// The workload's variants, in the order they run by default.
+    pub fn variants(self) -> &'static [&'static str] {
+        match self {
+            Workload::Select1 => &["select1"],
+            Workload::Tpcb => &["tpcb"],
+            Workload::Insert => &["insert"],
+        }
+    }
+}
+
+/// One workload to run on a list of engines.
+#[derive(Clone, Debug)]
+pub struct WorkloadRun {
+    /// Which workload.
+    pub workload: Workload,
+    /// Engines, run one after the other for each variant.
+    pub engines: Vec<EngineKind>,
+    /// Settings shared by every engine (its `engine` field is replaced per engine).
+    pub options: WorkloadOptions,
+    /// `select1` and `tpcb` scale: hundreds of thousands of rows / branches.
+    pub scale: u32,
+    /// Variants to run; empty: all.
+    pub variants: Vec<String>,
+    /// Threads, durations and seed.
+    pub run: RunConfig,
+}
+
+impl WorkloadRun {
+    /// Checks the settings before any time is spent.
+    ///
+    /// # Errors
+    /// [`BenchError::InvalidArgument`] for an empty engine list, a scale of 0, an unknown
+    /// variant or a bad [`RunConfig`].
+    pub fn validate(&self) -> Result<()> {
+        self.run.validate()?;
+        if self.engines.is_empty() {
+            return Err(BenchError::invalid("--engine", "no engine named"));
+        }
+        if self.scale == 0 {
+            return Err(BenchError::invalid("--scale", "must be at least 1"));
+        }
+        let known = self.workload.variants();
+        if let Some(v) = self.variants.iter().find(|v| !known.contains(&v.as_str())) {
+            return Err(BenchError::invalid(
+                "--variant",
+                format!(
+                    "`{v}` is not a variant of {}; choose from {}",
+                    self.workload.name(),
+                    known.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs every variant on every engine (module doc), telling `observer` about each
+    /// point; returns the measurements in run order.
+    ///
+    /// # Errors
+    /// The first setup, operation or observer error.
+    pub fn execute(&self, observer: &mut dyn Observer) -> Result<Vec<Measurement>> {
+        self.validate()?;
+        let variants: Vec<String> = if self.variants.is_empty() {
+            self.workload
+                .variants()
+                .iter()
+                .map(|v| v.to_string())
+                .collect()
+        } else {
+            self.variants.clone()
+        };
+        let mut out = Vec::new();
+        for v in &variants {
+            for &engine in &self.engines {
+                let opts = WorkloadOptions {
+                    engine,
+                    ..self.options.clone()
+                };
+                let one = std::slice::from_ref(v);
+                out.extend(match self.workload {
+                    Workload::Select1 => run_micro(
+                        &Select1 {
+                            opts,
+                            scale: self.scale,
+                        },
+                        one,
+                        &self.run,
+                        observer,
+                    )?,
+                    Workload::Tpcb => run_micro(
+                        &Tpcb {
+                            opts,
+                            scale: self.scale,
+                        },
+                        one,
+                        &self.run,
+                        observer,
+                    )?,
+                    Workload::Insert => run_micro(&Insert { opts }, one, &self.run, observer)?,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The points whose consistency check failed, as `bench/variant engine threads: reason`.
+pub fn consistency_failures(ms: &[Measurement]) -> Vec<String> {
+    ms.iter()
+        .filter_map(|m| {
+            let c = m.derived.get("consistency")?.as_str()?;
+            (c != "pass").then(|| {
+                format!(
+                    "{} {} {} at {} threads: {c}",
+                    m.bench, m.variant, m.engine, m.threads
+                )
+            })
+        })
+        .collect()
+}
+
+/// Directory `shoal bench` (no arguments) writes its report to, relative to the current
+/// directory.
+pub const DEFAULT_REPORT_DIR: &str = "shoal-report";
+
+/// The default suite: every workload on Shoal and SQLite at 1 and 2 threads, short points,
+/// small data, `lazy` durability (CPU-bound comparisons), plus `tpcb` with `full`
+/// durability at 1 to 8 threads (group commit). About two minutes on 2 cores.
+pub fn default_suite(progress: bool) -> Vec<WorkloadRun> {
+    let run = RunConfig {
+        threads: vec![1, 2],
+        warmup_s: 0.5,
+        duration_s: 2.0,
+        ..RunConfig::default()
+    };
+    let mut options = WorkloadOptions::new(EngineKind::Shoal);
+    options.progress = progress;
+    let engines = EngineKind::ALL.to_vec();
+    let item = |workload, durability, threads: &[usize]| WorkloadRun {
+        workload,
+        engines: engines.clone(),
+        options: WorkloadOptions {
+            durability,
+            ..options.clone()
+        },
+        scale: 1,
+        variants: Vec::new(),
+        run: RunConfig {
+            threads: threads.to_vec(),
+            ..run.clone()
+        },
+    };
+    vec![
+        item(Workload::Select1, Durability::Lazy, &[1, 2]),
+        item(Workload::Tpcb, Durability::Lazy, &[1, 2]),
+        item(Workload::Tpcb, Durability::Full, &[1, 8]),
+        item(Workload::Insert, Durability::Lazy, &[1, 2]),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::NoObserver;
+
+    #[test]
+    fn every_workload_runs_on_both_engines_and_passes_its_check() {
+        for workload in [Workload::Select1, Workload::Tpcb, Workload::Insert] {
+            let mut options = WorkloadOptions::new(EngineKind::Shoal);
+            options.progress = false;
+            let w = WorkloadRun {
+                workload,
+                engines: EngineKind::ALL.to_vec(),
+                options,
+                scale: 1,
+                variants: Vec::new(),
+                run: RunConfig {
+                    threads: vec![1, 2],
+                    warmup_s: 0.0,
+                    duration_s: 0.3,
+                    ..RunConfig::default()
+                },
+            };
+            let ms = w.execute(&mut NoObserver).unwrap();
+            assert_eq!(ms.len(), 4, "{workload:?}: 2 engines x 2 thread counts");
+            assert_eq!(ms[0].engine, "shoal");
+            assert_eq!(ms[3].engine, "sqlite");
+            assert!(ms.iter().all(|m| m.ops > 0), "{workload:?}");
+            assert_eq!(consistency_failures(&ms), Vec::<String>::new());
+        }
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let mut w = default_suite(false).remove(0);
+        w.variants = vec!["nope".into()];
+        assert!(w.validate().unwrap_err().to_string().contains("--variant"));
+        w.variants.clear();
+        w.engines.clear();
+        assert!(w.validate().unwrap_err().to_string().contains("--engine"));
+    }
+}
