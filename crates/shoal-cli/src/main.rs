@@ -37,6 +37,7 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 enum Command {
     /// Run a benchmark and report throughput, latency and scaling over thread counts.
     Bench(BenchCommand),

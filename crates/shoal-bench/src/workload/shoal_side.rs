@@ -18,7 +18,8 @@ pub const HOT_LATCHES: usize = 3;
 /// A Shoal database made for one workload setup; closed cleanly when dropped (so a kept
 /// `--db-dir` holds a closed database with its `stats` file).
 pub struct ShoalDb {
-    db: Option<Database>,
+    // Boxed: a `Database` is large and the workload states are enums of engines.
+    db: Option<Box<Database>>,
     dir: DbDir,
     pool_bytes: u64,
 }
@@ -43,7 +44,7 @@ impl ShoalDb {
         };
         let db = Database::create_with(dir.path(), &options, &log)?;
         Ok(ShoalDb {
-            db: Some(db),
+            db: Some(Box::new(db)),
             dir,
             pool_bytes,
         })
@@ -51,7 +52,7 @@ impl ShoalDb {
 
     /// The database.
     pub fn db(&self) -> &Database {
-        self.db.as_ref().expect("the database is open until drop")
+        self.db.as_deref().expect("the database is open until drop")
     }
 
     /// The pool size in bytes.

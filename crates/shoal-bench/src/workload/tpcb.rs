@@ -79,8 +79,8 @@ pub enum TpcbState {
     Shoal {
         /// The database.
         db: ShoalDb,
-        /// Its tables.
-        t: ShoalTables,
+        /// Its tables (boxed: four `Table`s make the variant large).
+        t: Box<ShoalTables>,
         /// Scale (branches).
         scale: u64,
         /// Next history sequence number of each worker.
@@ -213,12 +213,12 @@ impl Tpcb {
         progress.finish();
         Ok(TpcbState::Shoal {
             db,
-            t: ShoalTables {
+            t: Box::new(ShoalTables {
                 branches,
                 tellers,
                 accounts,
                 history,
-            },
+            }),
             scale,
             seq: (0..workers)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
