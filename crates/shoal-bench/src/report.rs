@@ -3,7 +3,8 @@
 //! thread count relative to the smallest thread count measured (normally 1): the scaling
 //! ratio that DESIGN.md §6 asks to measure within one invocation.
 //!
-//! Charts (SVG/PNG, per-thread throughput on a log-y axis) are not drawn yet.
+//! Rows and ratios are per series: benchmark, variant (labelled with its durability when a
+//! workload sets one) and engine; `report.md` also compares Shoal with each other engine.
 
 use crate::measurement::Measurement;
 use std::fmt::Write as _;
@@ -37,13 +38,52 @@ fn base_threads(ms: &[Measurement]) -> Option<usize> {
     ms.iter().map(|m| m.threads).min()
 }
 
-/// Throughput of `m` divided by that of the point of the same benchmark, engine and variant
-/// at `base` threads, if that point exists and measured anything.
+/// The variant as reports show it: with the workload's durability (`tpcb [full]`) when its
+/// config names one, so that runs of one variant under two settings stay apart.
+pub fn label(m: &Measurement) -> String {
+    match m.config.get("durability").and_then(|d| d.as_str()) {
+        Some(d) => format!("{} [{d}]", m.variant),
+        None => m.variant.clone(),
+    }
+}
+
+/// Whether `a` and `b` are points of the same benchmark, labelled variant and engine.
+fn same_series(a: &Measurement, b: &Measurement) -> bool {
+    a.bench == b.bench && a.engine == b.engine && a.variant == b.variant && label(a) == label(b)
+}
+
+/// Throughput of `m` divided by that of the point of the same benchmark, engine and
+/// labelled variant at `base` threads, if that point exists and measured anything.
 fn ratio(ms: &[Measurement], m: &Measurement, base: usize) -> Option<f64> {
-    let b = ms.iter().find(|b| {
-        b.threads == base && b.bench == m.bench && b.engine == m.engine && b.variant == m.variant
-    })?;
+    let b = ms.iter().find(|b| b.threads == base && same_series(b, m))?;
     (b.ops_per_s > 0.0).then(|| m.ops_per_s / b.ops_per_s)
+}
+
+/// For each point of engine `shoal` and each point of another engine with the same
+/// benchmark, labelled variant and thread count: `(bench, label, threads, other engine,
+/// shoal ops/s ÷ other ops/s)`, in run order.
+pub fn engine_ratios(ms: &[Measurement]) -> Vec<(String, String, usize, String, f64)> {
+    let mut out = Vec::new();
+    for s in ms.iter().filter(|m| m.engine == "shoal") {
+        for o in ms.iter().filter(|o| {
+            o.engine != "shoal"
+                && o.bench == s.bench
+                && o.variant == s.variant
+                && o.threads == s.threads
+                && label(o) == label(s)
+        }) {
+            if o.ops_per_s > 0.0 {
+                out.push((
+                    s.bench.clone(),
+                    label(s),
+                    s.threads,
+                    o.engine.clone(),
+                    s.ops_per_s / o.ops_per_s,
+                ));
+            }
+        }
+    }
+    out
 }
 
 fn aborts_cell(m: &Measurement) -> String {
@@ -92,7 +132,9 @@ fn rows(ms: &[Measurement]) -> Vec<Vec<String>> {
     let base = base_threads(ms).unwrap_or(1);
     let with_derived = ms.iter().any(|m| !m.derived.is_empty());
     let mut rows = vec![vec![
+        "bench".to_string(),
         "variant".to_string(),
+        "engine".to_string(),
         "threads".to_string(),
         "ops/s".to_string(),
         "ops/s/thread".to_string(),
@@ -109,7 +151,9 @@ fn rows(ms: &[Measurement]) -> Vec<Vec<String>> {
     }
     for m in ms {
         let mut row = vec![
-            m.variant.clone(),
+            m.bench.clone(),
+            label(m),
+            m.engine.clone(),
             m.threads.to_string(),
             si(m.ops_per_s),
             si(m.ops_per_s_per_thread),
@@ -132,9 +176,9 @@ fn rows(ms: &[Measurement]) -> Vec<Vec<String>> {
 }
 
 /// Whether column `c` of a table with header row `header` holds text (left-aligned): the
-/// variant, and the aborts and derived columns at the end.
+/// bench, variant and engine, and the aborts and derived columns at the end.
 fn is_text_column(c: usize, header: &[String]) -> bool {
-    c == 0 || header[c] == "aborts" || header[c] == "derived"
+    c <= 2 || header[c] == "aborts" || header[c] == "derived"
 }
 
 /// The result table as aligned plain text (first column left-aligned, numbers right-aligned),
@@ -214,10 +258,16 @@ pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
 
     let base = base_threads(ms).unwrap_or(1);
     let _ = writeln!(md, "\n## Scaling relative to {base} thread(s)\n");
-    for variant in dedup(ms.iter().map(|m| m.variant.as_str())) {
+    let series: Vec<&Measurement> = ms
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| !ms[..*i].iter().any(|p| same_series(p, m)))
+        .map(|(_, m)| m)
+        .collect();
+    for first in series {
         let parts: Vec<String> = ms
             .iter()
-            .filter(|m| m.variant == variant && m.threads != base)
+            .filter(|m| same_series(m, first) && m.threads != base)
             .filter_map(|m| {
                 ratio(ms, m, base).map(|r| {
                     format!(
@@ -233,7 +283,25 @@ pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
         } else {
             parts.join("; ")
         };
-        let _ = writeln!(md, "- `{variant}`: {text}");
+        let _ = writeln!(
+            md,
+            "- `{} {}` on {}: {text}",
+            first.bench,
+            label(first),
+            first.engine
+        );
+    }
+
+    let vs = engine_ratios(ms);
+    if !vs.is_empty() {
+        md.push_str("\n## Shoal relative to the other engines\n\n");
+        md.push_str("Shoal's throughput divided by the other engine's, same workload, settings and threads.\n\n");
+        for (bench, label, threads, other, r) in vs {
+            let _ = writeln!(
+                md,
+                "- `{bench} {label}`, {threads} thread(s): {r:.2}x {other}"
+            );
+        }
     }
 
     md.push_str("\n## Engine counters during the measured time\n\n");
@@ -248,8 +316,10 @@ pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
         }
         let _ = writeln!(
             md,
-            "- `{}` threads={}, {:.2} s: {}",
-            m.variant,
+            "- `{} {}` {} threads={}, {:.2} s: {}",
+            m.bench,
+            label(m),
+            m.engine,
             m.threads,
             m.duration_s,
             if counters.is_empty() {
@@ -346,7 +416,7 @@ mod tests {
         assert_eq!(lines.len(), 2 + 4, "{t}");
         assert!(lines[0].contains("x vs 1 thr"), "{t}");
         assert!(
-            lines[2].starts_with("a ") && lines[2].contains("1.00"),
+            lines[2].starts_with("buffer  a        shoal") && lines[2].contains("1.00"),
             "{t}"
         );
         assert!(lines[3].contains("1.90"), "{t}");
@@ -357,6 +427,38 @@ mod tests {
         // Missing latency is shown as "-", never as 0.
         assert!(lines[4].contains(" - "), "{t}");
         assert_eq!(text_table(&[]), "");
+    }
+
+    #[test]
+    fn engines_and_durabilities_are_separate_series() {
+        let mut ms = points();
+        ms.retain(|m| m.variant == "a");
+        let mut sqlite = ms.clone();
+        for m in &mut sqlite {
+            m.engine = "sqlite".into();
+            m.ops_per_s /= 4.0;
+        }
+        let mut full = ms.clone();
+        for m in &mut full {
+            m.config.insert("durability".into(), "full".into());
+            m.ops_per_s /= 100.0;
+        }
+        ms.extend(sqlite);
+        ms.extend(full);
+        let t = text_table(&ms);
+        // Each series is relative to its own first point.
+        assert_eq!(t.matches(" 1.90  ").count(), 3, "{t}");
+        assert!(t.contains("a [full]"), "{t}");
+        let vs = engine_ratios(&ms);
+        assert_eq!(vs.len(), 2, "{vs:?}");
+        assert!(vs
+            .iter()
+            .all(|v| v.3 == "sqlite" && (v.4 - 4.0).abs() < 1e-9));
+        let md = markdown(&ms, "shoal bench tpcb");
+        assert!(
+            md.contains("- `buffer a`, 2 thread(s): 4.00x sqlite"),
+            "{md}"
+        );
     }
 
     #[test]
@@ -376,17 +478,20 @@ mod tests {
         let md = markdown(&points(), "shoal bench buffer --threads 1,2");
         assert!(md.starts_with("# Shoal benchmark report: buffer"));
         assert!(md.contains("`shoal bench buffer --threads 1,2`"));
-        assert!(md.contains("| variant | threads |"));
-        assert!(md.contains("| --- | ---: |"));
+        assert!(md.contains("| bench | variant | engine | threads |"));
+        assert!(md.contains("| --- | --- | --- | ---: |"));
         assert!(
-            md.contains("- `a`: 2 threads: 1.90x total, 0.95x per thread"),
+            md.contains("- `buffer a` on shoal: 2 threads: 1.90x total, 0.95x per thread"),
             "{md}"
         );
         assert!(
-            md.contains("- `b`: 2 threads: 0.50x total, 0.25x per thread"),
+            md.contains("- `buffer b` on shoal: 2 threads: 0.50x total, 0.25x per thread"),
             "{md}"
         );
-        assert!(md.contains("- `a` threads=1, 5.00 s: hits=7"), "{md}");
+        assert!(
+            md.contains("- `buffer a` shoal threads=1, 5.00 s: hits=7"),
+            "{md}"
+        );
         assert!(md.contains("- `pool_size_bytes`: `67108864`"), "{md}");
     }
 
@@ -407,7 +512,9 @@ mod tests {
         assert!(md.contains("| aborts | derived |"), "{md}");
         assert!(md.contains("| --- | --- |\n"), "{md}");
         assert!(
-            md.contains("- `a` threads=2, 5.00 s: hits=7, derived: fdatasync_per_commit=0.03125"),
+            md.contains(
+                "- `buffer a` shoal threads=2, 5.00 s: hits=7, derived: fdatasync_per_commit=0.03125"
+            ),
             "{md}"
         );
         assert_eq!(sig4(1234.5678), "1235");
