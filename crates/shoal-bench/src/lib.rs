@@ -26,6 +26,7 @@
 //! PostgreSQL, Derby), the workload drivers (`select1`, `tpcb`, `insert`, `tpcc`) and charts;
 //! they come with the workload-suite issue.
 
+pub mod chart;
 pub mod error;
 pub mod measurement;
 pub mod micro;
