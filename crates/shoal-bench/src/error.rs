@@ -53,6 +53,15 @@ pub enum BenchError {
     #[error("result check failed: {0}")]
     Check(String),
 
+    /// A chart of the `--out` directory could not be drawn or written (see `chart`).
+    #[error("drawing the chart {}: {message}", path.display())]
+    Chart {
+        /// The chart file (SVG or PNG).
+        path: PathBuf,
+        /// What the drawing library reported.
+        message: String,
+    },
+
     /// A worker thread panicked; the payload's message, if it had one.
     #[error("benchmark thread {thread_idx} panicked: {message}")]
     Panicked {

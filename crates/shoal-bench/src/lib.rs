@@ -3,7 +3,8 @@
 //! Job: measure Shoal the way DESIGN.md §4 and §6 ask — throughput in total and per thread,
 //! latency percentiles, aborts by cause, CPU time per operation and peak memory, for a sweep
 //! of thread counts, with every ratio (2 threads vs 1) measured within one invocation — and
-//! report it as JSON lines, a table and a markdown report.
+//! report it as JSON lines, a table, a markdown report and charts (per-thread throughput on
+//! a log axis and abort rate against threads, one line per engine: Shore-MT Figure 4 style).
 //!
 //! ```text
 //!  shoal bench buffer ...            (crates/shoal-cli)
@@ -15,17 +16,19 @@
 //!        ▼
 //!  output::Output (observer)  ── stderr: progress
 //!        │                     ── stdout: JSON lines (--json) or report::text_table
-//!        └── --out DIR: results.jsonl, report.md (report::markdown)
+//!        └── --out DIR: results.jsonl, report.md (report::markdown),
+//!                       charts: STEM-throughput/-aborts .svg + .png (chart::write_charts)
 //! ```
 //!
 //! Modules: [`runner`] (threads, phases, counting, latency sampling), [`measurement`] (the
-//! JSON record), [`output`] and [`report`] (where results go), [`parse`] (thread lists,
-//! sizes, seconds), [`sys`] (peak RSS, CPU time), [`micro`] (the micro-benchmarks).
+//! JSON record), [`output`], [`report`] and [`chart`] (where results go), [`parse`] (thread
+//! lists, sizes, seconds), [`sys`] (peak RSS, CPU time), [`micro`] (the micro-benchmarks).
 //!
 //! [`workload`] has the TPC-C generators so far. Non-goals for now: peer engines (SQLite,
-//! PostgreSQL, Derby), the workload drivers (`select1`, `tpcb`, `insert`, `tpcc`) and charts;
-//! they come with the workload-suite issue.
+//! PostgreSQL, Derby) and the workload drivers (`select1`, `tpcb`, `insert`, `tpcc`); they
+//! come with the workload-suite issue. The charts already draw one line per `engine`.
 
+pub mod chart;
 pub mod error;
 pub mod measurement;
 pub mod micro;

@@ -7,8 +7,10 @@
 //!    terminal, otherwise one line when a point starts and one when it ends.
 //! 3. With an output directory, `results.jsonl` (the same lines as `--json`, appended and
 //!    flushed as each point ends, so an interrupted run keeps what it measured) and, at the
-//!    end, `report.md` ([`report::markdown`]).
+//!    end, the charts of [`chart::write_charts`] (SVG and PNG per bench and variant) and
+//!    `report.md` ([`report::markdown`]), which shows them.
 
+use crate::chart;
 use crate::error::{BenchError, Result};
 use crate::measurement::Measurement;
 use crate::report;
@@ -93,13 +95,15 @@ impl<W: Write> Output<W> {
     }
 
     /// Ends the run's output: without `--json` prints the result table on standard output;
-    /// with an output directory writes `report.md` and says on standard error where the
-    /// files are.
+    /// with an output directory writes the charts and `report.md` and says on standard error
+    /// where the files are. A chart that fails does not stop `report.md` (which then shows
+    /// no charts) from being written; its error is returned afterwards.
     ///
     /// Returns the writer that stood for standard output.
     ///
     /// # Errors
-    /// [`BenchError::Io`] if standard output or a file cannot be written.
+    /// [`BenchError::Io`] if standard output or a file cannot be written;
+    /// [`BenchError::Chart`] if a chart cannot be drawn.
     pub fn finish(mut self) -> Result<W> {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
@@ -117,14 +121,26 @@ impl<W: Write> Output<W> {
             results
                 .flush()
                 .map_err(|e| BenchError::io("writing", &results_path, e))?;
+            let (charts, chart_error) = match chart::write_charts(&self.measurements, dir) {
+                Ok(charts) => (charts, None),
+                Err(e) => (Vec::new(), Some(e)),
+            };
             let path = dir.join(REPORT_FILE);
-            let md = report::markdown(&self.measurements, &self.opts.command_line);
+            let md = report::markdown(&self.measurements, &self.opts.command_line, &charts);
             std::fs::write(&path, md).map_err(|e| BenchError::io("writing", &path, e))?;
             eprintln!(
-                "wrote {} and {}",
+                "wrote {}, {} and {} chart file(s) in {}",
                 results_path.display(),
-                Path::new(&path).display()
+                Path::new(&path).display(),
+                charts
+                    .iter()
+                    .map(|c| 1 + usize::from(c.png.is_some()))
+                    .sum::<usize>(),
+                dir.display()
             );
+            if let Some(e) = chart_error {
+                return Err(e);
+            }
         }
         Ok(self.stdout)
     }
@@ -250,6 +266,13 @@ mod tests {
         assert_eq!(stdout, format!("{}\n", m.to_json_line()));
         let md = std::fs::read_to_string(dir.join(REPORT_FILE)).unwrap();
         assert!(md.contains("`shoal bench buffer`"));
+        // The charts are beside the report, which shows them.
+        assert!(dir.join("buffer-hot-page-shared-throughput.svg").exists());
+        assert!(dir.join("buffer-hot-page-shared-aborts.svg").exists());
+        assert!(
+            md.contains("](buffer-hot-page-shared-throughput.svg)"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!
 //! Rows and ratios are per series: benchmark, variant (labelled with its durability when a
 //! workload sets one) and engine; `report.md` also compares Shoal with each other engine.
+//! The charts themselves are drawn by [`crate::chart`]; `report.md` links them.
 
+use crate::chart::{ChartFile, ChartKind};
 use crate::measurement::Measurement;
 use std::fmt::Write as _;
 
@@ -217,9 +219,11 @@ pub fn text_table(ms: &[Measurement]) -> String {
 }
 
 /// The `report.md` of a run: the command, the table, the scaling ratios per variant, the
-/// engine counters (and the values derived from them) of each point and the settings of
-/// each variant.
-pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
+/// `charts` (one section per bench and variant, SVG images linked by file name, so the
+/// report must sit in the charts' directory; nothing when `charts` is empty), the engine
+/// counters (and the values derived from them) of each point and the settings of each
+/// variant.
+pub fn markdown(ms: &[Measurement], command_line: &str, charts: &[ChartFile]) -> String {
     let mut md = String::new();
     let benches: Vec<&str> = dedup(ms.iter().map(|m| m.bench.as_str()));
     let _ = writeln!(md, "# Shoal benchmark report: {}\n", benches.join(", "));
@@ -304,6 +308,8 @@ pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
         }
     }
 
+    md.push_str(&charts_section(charts));
+
     md.push_str("\n## Engine counters during the measured time\n\n");
     for m in ms {
         let mut counters: Vec<String> = m
@@ -332,6 +338,48 @@ pub fn markdown(ms: &[Measurement], command_line: &str) -> String {
 
     md.push_str("\n## Settings\n\n");
     md.push_str(&settings(ms));
+    md
+}
+
+/// The charts part of `report.md`: a heading per (bench, variant) group, its SVG charts as
+/// images and its PNGs as links.
+fn charts_section(charts: &[ChartFile]) -> String {
+    if charts.is_empty() {
+        return String::new();
+    }
+    let name = |p: &std::path::Path| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let mut md = String::from(
+        "\n## Charts\n\nWorker threads on a log2 axis, one line per engine: throughput per \
+         thread (log scale; zero throughput cannot be shown) and aborts in percent of \
+         attempted operations.\n",
+    );
+    let mut last: Option<(&str, &str)> = None;
+    for c in charts {
+        if last != Some((&c.bench, &c.variant)) {
+            let _ = writeln!(md, "\n### `{}` `{}`", c.bench, c.variant);
+            last = Some((&c.bench, &c.variant));
+        }
+        let what = match c.kind {
+            ChartKind::Throughput => "throughput per thread",
+            ChartKind::AbortRate => "abort rate",
+        };
+        let _ = write!(
+            md,
+            "\n![{} {}: {what}]({})",
+            c.bench,
+            c.variant,
+            name(&c.svg)
+        );
+        match &c.png {
+            Some(png) => {
+                let _ = writeln!(md, " ([PNG]({}))", name(png));
+            }
+            None => md.push('\n'),
+        }
+    }
     md
 }
 
@@ -454,7 +502,7 @@ mod tests {
         assert!(vs
             .iter()
             .all(|v| v.3 == "sqlite" && (v.4 - 4.0).abs() < 1e-9));
-        let md = markdown(&ms, "shoal bench tpcb");
+        let md = markdown(&ms, "shoal bench tpcb", &[]);
         assert!(
             md.contains("- `buffer a`, 2 thread(s): 4.00x sqlite"),
             "{md}"
@@ -475,7 +523,7 @@ mod tests {
 
     #[test]
     fn markdown_report() {
-        let md = markdown(&points(), "shoal bench buffer --threads 1,2");
+        let md = markdown(&points(), "shoal bench buffer --threads 1,2", &[]);
         assert!(md.starts_with("# Shoal benchmark report: buffer"));
         assert!(md.contains("`shoal bench buffer --threads 1,2`"));
         assert!(md.contains("| bench | variant | engine | threads |"));
@@ -508,7 +556,7 @@ mod tests {
         assert!(lines[0].ends_with("derived"), "{t}");
         assert!(lines[3].ends_with("fdatasync_per_commit=0.03125"), "{t}");
         assert!(lines[2].ends_with(" -"), "{t}");
-        let md = markdown(&ms, "shoal bench log");
+        let md = markdown(&ms, "shoal bench log", &[]);
         assert!(md.contains("| aborts | derived |"), "{md}");
         assert!(md.contains("| --- | --- |\n"), "{md}");
         assert!(
@@ -520,6 +568,35 @@ mod tests {
         assert_eq!(sig4(1234.5678), "1235");
         assert_eq!(sig4(0.5), "0.5000");
         assert_eq!(sig4(2e-7), "2.000e-7");
+    }
+
+    #[test]
+    fn markdown_shows_charts_per_group() {
+        let chart = |variant: &str, kind, png: bool| ChartFile {
+            bench: "tpcc".into(),
+            variant: variant.into(),
+            kind,
+            svg: format!("/out/tpcc-{variant}-{}.svg", kind.suffix()).into(),
+            png: png.then(|| format!("/out/tpcc-{variant}-{}.png", kind.suffix()).into()),
+        };
+        let charts = [
+            chart("standard", ChartKind::Throughput, true),
+            chart("standard", ChartKind::AbortRate, true),
+            chart("b", ChartKind::Throughput, false),
+        ];
+        let md = markdown(&points(), "shoal bench tpcc", &charts);
+        assert_eq!(md.matches("## Charts").count(), 1, "{md}");
+        assert_eq!(md.matches("### `tpcc` `standard`").count(), 1, "{md}");
+        assert!(md.contains(
+            "![tpcc standard: throughput per thread](tpcc-standard-throughput.svg) \
+             ([PNG](tpcc-standard-throughput.png))"
+        ));
+        assert!(md.contains("![tpcc standard: abort rate](tpcc-standard-aborts.svg)"));
+        assert!(md.contains(
+            "### `tpcc` `b`\n\n![tpcc b: throughput per thread](tpcc-b-throughput.svg)\n"
+        ));
+        assert!(md.find("## Charts") < md.find("## Engine counters"));
+        assert!(!markdown(&points(), "x", &[]).contains("## Charts"));
     }
 
     #[test]
