@@ -416,3 +416,111 @@ fn waiting_for_a_lock_while_holding_a_latch_is_caught() {
         shoal::lock::Wait::Yes,
     );
 }
+
+/// Commit_LSN: a READ COMMITTED read of a leaf that holds only committed data takes no key
+/// lock, so it is not blocked by a lock that changed nothing; a leaf with an uncommitted
+/// change is read under the lock (the dirty-read script above covers that side).
+#[test]
+fn read_committed_reads_of_committed_leaves_skip_the_key_lock() {
+    use shoal::lock::{mgl, LockDuration, LockName, Wait};
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(dir.path(), 150);
+    let t = setup(&e);
+    let mut holder = e.begin();
+    holder
+        .lock(&SPACE.table(), mgl::IX, LockDuration::Long, Wait::Yes)
+        .unwrap();
+    holder
+        .lock(&SPACE.key(&k(20)), mgl::X, LockDuration::Long, Wait::Yes)
+        .unwrap();
+    let mut reader = e.begin_with(ReadCommitted);
+    assert_eq!(
+        step(t.get_in(&mut reader, &k(20))),
+        Some(Some(v(100))),
+        "the committed leaf is read without waiting for the key lock"
+    );
+    reader.commit().unwrap();
+    // At REPEATABLE READ the read must hold its lock, so it waits (and times out).
+    let mut rr = e.begin_with(RepeatableRead);
+    assert_eq!(step(t.get_in(&mut rr, &k(20))), None);
+    rr.abort().unwrap();
+    holder.abort().unwrap();
+    let _ = LockName::table(SPACE.db, SPACE.table);
+}
+
+/// Writers put a poison value into keys and roll back, or commit a new even value, while
+/// READ COMMITTED readers read the same keys: a reader must never see the poison (a
+/// Commit_LSN that let an uncommitted change through would show it).
+#[test]
+fn read_committed_never_sees_rolled_back_values_under_stress() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(dir.path(), 5_000);
+    let t = BTree::create(e.txns(), e.space())
+        .unwrap()
+        .with_locking(SPACE);
+    const KEYS: u64 = 400;
+    let mut tx = e.begin();
+    for i in 0..KEYS {
+        t.insert(&mut tx, &k(i), &v(0)).unwrap();
+    }
+    tx.commit().unwrap();
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let reads = std::thread::scope(|s| {
+        for w in 0..2u64 {
+            let (e, t) = (&e, &t);
+            s.spawn(move || {
+                let mut x = w + 1;
+                while Instant::now() < deadline {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let key = k((x >> 33) % KEYS);
+                    let mut tx = e.begin();
+                    match t.update(&mut tx, &key, &v(-1)) {
+                        Ok(_) => {}
+                        Err(e) if e.is_retryable() => {
+                            tx.abort().unwrap();
+                            continue;
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                    std::thread::yield_now();
+                    if x & 1 == 0 {
+                        tx.abort().unwrap();
+                    } else {
+                        t.update(&mut tx, &key, &v(2 * (x >> 40) as i64)).unwrap();
+                        tx.commit().unwrap();
+                    }
+                }
+            });
+        }
+        let readers: Vec<_> = (0..2u64)
+            .map(|r| {
+                let (e, t) = (&e, &t);
+                s.spawn(move || {
+                    let mut n = 0u64;
+                    let mut i = r;
+                    while Instant::now() < deadline {
+                        i = (i + 7) % KEYS;
+                        let mut tx = e.begin_with(ReadCommitted);
+                        match t.get_in(&mut tx, &k(i)) {
+                            Ok(Some(val)) => {
+                                let x = num(&val);
+                                assert!(x >= 0 && x % 2 == 0, "key {i} read {x}: uncommitted");
+                                n += 1;
+                            }
+                            Ok(None) => panic!("key {i} vanished"),
+                            Err(e) if e.is_retryable() => {}
+                            Err(e) => panic!("{e}"),
+                        }
+                        tx.commit().unwrap();
+                    }
+                    n
+                })
+            })
+            .collect();
+        readers.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+    });
+    assert!(reads > 100, "only {reads} reads");
+    t.verify().unwrap();
+}

@@ -25,6 +25,16 @@
 //! Readers request every lock between optimistic reads, never under a latch. Undo takes no
 //! lock: a rollback only puts back what its own X locks protect.
 //!
+//! ## Reads without key locks (Commit_LSN)
+//! A READ COMMITTED read of one key first reads the leaf optimistically; if the leaf's page
+//! LSN is below the transaction manager's Commit_LSN (C. Mohan, "Commit_LSN: A Novel and
+//! Simple Method for Reducing Locking and Latching in Transaction Processing Systems", VLDB
+//! 1990; `TxnManager::commit_lsn`), every change on the leaf belongs to a transaction that
+//! has ended, so what was read is committed and the key lock (S short, taken and dropped at
+//! once) is skipped. Otherwise the read is redone under the lock. The table's IS lock is
+//! taken either way. Only single-key reads at READ COMMITTED use it: at RR and SER the lock
+//! must outlive the read, and at RU no lock is taken anyway.
+//!
 //! Known gap: the next key of an insert or delete at the end of a leaf is the first key of a
 //! leaf to the right, read optimistically while the leaf's X latch is held (latches are taken
 //! left to right, so this cannot deadlock); if that leaf is not in the pool, the read is I/O
@@ -166,6 +176,18 @@ impl BTree {
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
         let name = s.key(key);
+        if txn.isolation() == IsolationLevel::ReadCommitted
+            && !txn.holds(&name, mgl::S, LockDuration::Short)
+        {
+            // Commit_LSN (Mohan, VLDB 1990): a leaf whose page LSN is below it holds only
+            // committed data, so the key needs no lock (module doc, "Reads without key
+            // locks"). The table's IS is still taken: it keeps a DROP TABLE out.
+            txn.lock(&s.table(), mgl::IS, LockDuration::Long, Wait::Yes)?;
+            let (v, lsn) = self.get_with_lsn(key)?;
+            if lsn < txn.manager().commit_lsn(lsn) {
+                return Ok(v);
+            }
+        }
         let short = self.lock_for_read(txn, &name)?;
         let v = self.get(key);
         if short {

@@ -364,25 +364,32 @@ impl BTree {
     /// [`Error::Corruption`]; buffer-pool errors.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_key(key)?;
+        self.get_with_lsn(key).map(|(v, _)| v)
+    }
+
+    /// [`BTree::get`] (key already checked), with the page LSN of the leaf the answer came
+    /// from, read in the same validated optimistic section as the entry.
+    pub(crate) fn get_with_lsn(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, Lsn)> {
         loop {
             let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
                 continue;
             };
             let leaf = path.node;
-            let found = {
+            let (found, lsn) = {
                 let b = leaf.bytes();
-                Node::open(&b).and_then(|n| match n.search(key)? {
+                let found = Node::open(&b).and_then(|n| match n.search(key)? {
                     Ok(i) => n.value(i).map(Some),
                     Err(_) => Ok(None),
-                })
+                });
+                (found, crate::page::header::page_lsn(&b))
             };
             if leaf.validate().is_err() {
                 continue;
             }
             match found? {
-                None => return Ok(None),
+                None => return Ok((None, lsn)),
                 Some(tagged) => match self.value_of(tagged)? {
-                    Some(v) => return Ok(Some(v)),
+                    Some(v) => return Ok((Some(v), lsn)),
                     None => continue, // its chain was replaced meanwhile: read the leaf again
                 },
             }

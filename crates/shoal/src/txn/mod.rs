@@ -67,6 +67,7 @@
 //! Locking and isolation, savepoints (lock-manager issue); reading a rolled-back transaction's
 //! records from the insert buffer instead of forcing the log first.
 
+mod commit_lsn;
 pub mod image;
 mod rm;
 mod table;
@@ -95,6 +96,7 @@ pub struct TxnManager {
     /// LSN of the `CheckpointBegin` of the newest checkpoint that has started (rule 3).
     checkpoint_begin: AtomicU64,
     locks: Arc<LockManager>,
+    commit_lsn: commit_lsn::CommitLsn,
 }
 
 /// The isolation level of a transaction (ANSI SQL-92 levels as locking defines them: Gray
@@ -139,7 +141,17 @@ impl TxnManager {
             next_id: AtomicU64::new(1),
             table: TxnTable::new(),
             checkpoint_begin: AtomicU64::new(0),
+            commit_lsn: commit_lsn::CommitLsn::new(),
         }
+    }
+
+    /// Commit_LSN (Mohan, VLDB 1990): an LSN such that every change with a lower LSN was
+    /// made by a transaction that has committed (durably, under `Full` durability) or been
+    /// rolled back. A page whose page LSN is below it holds only committed data, so a READ
+    /// COMMITTED read of it needs no lock. Pass the page LSN about to be tested: when it is
+    /// not below the cached bound, the bound is recomputed (at most every 100 µs).
+    pub fn commit_lsn(&self, page_lsn: Lsn) -> Lsn {
+        self.commit_lsn.bound(page_lsn, &self.log, &self.table)
     }
 
     /// The log.
@@ -662,10 +674,12 @@ impl<'m> Transaction<'m> {
             Vec::new(),
         ))?;
         entry.set_last(lsn);
-        mgr.table.remove(self.id);
         if !self.system {
             mgr.log.commit(lsn)?;
         }
+        // After the commit is durable (under `Full`): Commit_LSN treats what is not in the
+        // table as committed (`commit_lsn` module doc).
+        mgr.table.remove(self.id);
         // Rule 9: locks are released once the commit record is appended (and, under `Full`,
         // durable). Under `Lazy` a transaction that then reads this one's changes commits
         // later in the log, so a crash that loses this commit loses that one too.
