@@ -391,6 +391,11 @@ impl LogManager {
         }
     }
 
+    /// When commits return: the durability the log was opened with.
+    pub fn durability(&self) -> Durability {
+        self.options.durability
+    }
+
     /// LSN just past the last record appended so far (the next record's LSN).
     pub fn end_lsn(&self) -> Lsn {
         Lsn(self.buffer.reserved_end())

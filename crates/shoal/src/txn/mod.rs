@@ -52,10 +52,13 @@
 //! 7. **Sticky failure**: after a log or data-file write or sync failure, commit returns
 //!    [`Error::LogFailed`] / [`Error::PoolFailed`] until the database is reopened and
 //!    recovered.
-//! 9. **Strict two-phase locking** (DESIGN.md §3.8): a transaction's locks
-//!    ([`Transaction::lock`], one [`LockOwner`] made at its first request) are released
-//!    together when it ends — after its `Commit` is appended (and waited for, under `Full`),
-//!    or after its rollback has undone everything — except short locks, which
+//! 9. **Strict two-phase locking with early lock release** (DESIGN.md §3.8; Johnson et al.,
+//!    "Aether", VLDB 2010, §3): a transaction's locks ([`Transaction::lock`], one
+//!    [`LockOwner`] made at its first request) are released together when it ends — once
+//!    its `Commit` is appended, before the wait for durability under `Full` (a dependent
+//!    transaction's commit follows it in the log; a read-only transaction that locked waits
+//!    for the log's end to be durable before its commit returns), or after its rollback
+//!    has undone everything — except short locks, which
 //!    [`Transaction::release_short_locks`] drops at the end of a statement. A partial
 //!    rollback keeps its locks. Begin and commit take no mutex shared by all transactions.
 //!
@@ -662,7 +665,14 @@ impl<'m> Transaction<'m> {
     pub fn commit(mut self) -> Result<()> {
         self.finished = true;
         let Some(entry) = self.entry.take() else {
-            self.locks = None; // a reader: nothing to log
+            // A reader: nothing to log. Under `Full`, a reader that locked may have read a
+            // change whose commit released its locks early but is not durable yet (rule 9);
+            // it returns only once everything appended before its end is durable. A reader
+            // that locked nothing read only below Commit_LSN, which is durable already.
+            let locked = self.locks.take().is_some();
+            if locked && self.mgr.log.durability() == crate::log::Durability::Full {
+                self.mgr.log.wait_all_durable()?;
+            }
             return Ok(());
         };
         let mgr = self.mgr;
@@ -674,16 +684,19 @@ impl<'m> Transaction<'m> {
             Vec::new(),
         ))?;
         entry.set_last(lsn);
+        // Rule 9, early lock release (Johnson et al., "Aether", VLDB 2010, §3): locks go once
+        // the commit record is appended, before it is durable. A transaction that then
+        // reads or overwrites this one's changes appends its own commit later in the log,
+        // so a crash that loses this commit loses that one too; a reader that commits
+        // nothing waits for the log before it returns (above). Group commit then has
+        // something to group even when every transaction updates one hot row.
+        self.locks = None;
         if !self.system {
             mgr.log.commit(lsn)?;
         }
         // After the commit is durable (under `Full`): Commit_LSN treats what is not in the
         // table as committed (`commit_lsn` module doc).
         mgr.table.remove(self.id);
-        // Rule 9: locks are released once the commit record is appended (and, under `Full`,
-        // durable). Under `Lazy` a transaction that then reads this one's changes commits
-        // later in the log, so a crash that loses this commit loses that one too.
-        self.locks = None;
         if !self.after_commit.is_empty() {
             mgr.log.wait_durable(lsn)?;
             for action in std::mem::take(&mut self.after_commit) {
