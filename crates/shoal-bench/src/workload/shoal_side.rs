@@ -174,7 +174,8 @@ pub fn abort_cause(e: &shoal::Error) -> &'static str {
 }
 
 /// Values derived from the growth of [`ShoalDb::counters`] during a point of `txns`
-/// committed transactions: `buffer_hit_ratio` (0–1, `null` without fixes),
+/// committed transactions: `buffer_hit_ratio` (0–1, of latched fixes: optimistic reads are
+/// not counted; `null` without any),
 /// `log_syncs_per_commit`, `log_bytes_per_txn` and `lock_waits_per_txn`.
 pub fn derived(stats: &BTreeMap<String, u64>, txns: u64) -> Map<String, Value> {
     let get = |n: &str| stats.get(n).copied().unwrap_or(0) as f64;

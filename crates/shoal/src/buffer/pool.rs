@@ -252,7 +252,7 @@ impl BufferPool {
             let (f, latch) = self.find_victim()?;
             match self.table.insert(&self.frames, pid, f) {
                 Ok(()) => {
-                    self.counters.misses.incr();
+                    // Not a miss: nothing is read (a new page, or one redo rebuilds whole).
                     return Ok(ExclusiveGuard::new(self, f, latch));
                 }
                 Err(_) => continue, // someone else brought it in; `latch` frees the frame

@@ -87,9 +87,12 @@ impl StripedCounter {
 /// was opened; times are in microseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BufferStats {
-    /// Fixes (any mode) that found the page resident.
+    /// Latched fixes (shared or exclusive) that found the page resident. Optimistic reads
+    /// (the B-tree's descents and lookups) are not counted: counting would write shared
+    /// memory on the read path.
     pub hits: u64,
-    /// Fixes that had to read the page from storage (or create it with `fix_new`).
+    /// Fixes that had to read the page from storage. A page created in the pool
+    /// (`fix_new`, `fix_uninit`) is neither a hit nor a miss.
     pub misses: u64,
     /// Frames taken from one page for another by the CLOCK replacement.
     pub evictions: u64,
