@@ -24,9 +24,11 @@
 //! JSON record), [`output`], [`report`] and [`chart`] (where results go), [`parse`] (thread
 //! lists, sizes, seconds), [`sys`] (peak RSS, CPU time), [`micro`] (the micro-benchmarks).
 //!
-//! [`workload`] has the TPC-C generators so far. Non-goals for now: peer engines (SQLite,
-//! PostgreSQL, Derby) and the workload drivers (`select1`, `tpcb`, `insert`, `tpcc`); they
-//! come with the workload-suite issue. The charts already draw one line per `engine`.
+//! [`workload`] has the seeds' workloads (`select1`, `tpcb`, `insert`, `tpcc`), each a
+//! [`MicroBench`] built for one engine — Shoal through its embedded API or SQLite through
+//! `rusqlite` — and [`workload::suite`] runs one workload on several engines in one
+//! invocation, plus the default suite of `shoal bench`. Non-goal for now: the other peers
+//! (PostgreSQL, Derby, MariaDB, Berkeley DB), which come with the peers issue.
 
 pub mod chart;
 pub mod error;
