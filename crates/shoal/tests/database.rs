@@ -335,3 +335,97 @@ fn indexes_follow_random_changes_and_rollbacks() {
     tx.commit().unwrap();
     db.close().unwrap();
 }
+
+/// `update_with` (read-modify-write in one lock and one read), `get_for_update`,
+/// `scan_first` and `scan_index_first` (LIMIT, backward index scans).
+#[test]
+fn read_modify_write_and_limited_scans() {
+    use shoal::btree::ScanDirection;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path(), &options()).unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let t = db.create_table(&mut tx, account_def()).unwrap();
+    for id in 0..50 {
+        t.insert(&mut tx, &account(id)).unwrap();
+    }
+    let old = t
+        .update_with(&mut tx, &[Value::Int8(7)], |r| {
+            let b: i64 = r.get("balance")?;
+            Ok(Row::new().with("balance", b + 5).with("branch", 99i32))
+        })
+        .unwrap()
+        .expect("row 7 exists");
+    assert_eq!(old.get::<i64>("balance").unwrap(), 1_007);
+    let now = t
+        .get_for_update(&mut tx, &[Value::Int8(7)])
+        .unwrap()
+        .unwrap();
+    assert_eq!(now.get::<i64>("balance").unwrap(), 1_012);
+    // The index on the changed column follows.
+    let by_branch = t
+        .scan_index(&mut tx, "by_branch", &[Value::Int4(99)])
+        .unwrap();
+    assert_eq!(by_branch.len(), 1);
+    // A missing row: the closure is not called; a failing closure changes nothing.
+    let missing = t
+        .update_with(&mut tx, &[Value::Int8(500)], |_| panic!("not called"))
+        .unwrap();
+    assert!(missing.is_none());
+    let e = t
+        .update_with(&mut tx, &[Value::Int8(8)], |_| {
+            Err(Error::invalid("change", "refused"))
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("refused"));
+    assert_eq!(
+        t.get(&mut tx, &[Value::Int8(8)])
+            .unwrap()
+            .unwrap()
+            .get::<i64>("balance")
+            .unwrap(),
+        1_008
+    );
+    // LIMIT: the first 3 from 10 upwards, the last 2 below 10.
+    let first: Vec<i64> = t
+        .scan_first(
+            &mut tx,
+            Bound::Included(&[Value::Int8(10)][..]),
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            3,
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get("id").unwrap())
+        .collect();
+    assert_eq!(first, [10, 11, 12]);
+    let last: Vec<i64> = t
+        .scan_first(
+            &mut tx,
+            Bound::Unbounded,
+            Bound::Excluded(&[Value::Int8(10)][..]),
+            ScanDirection::Backward,
+            2,
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get("id").unwrap())
+        .collect();
+    assert_eq!(last, [9, 8]);
+    // Branch 3 holds ids 3, 10, 17, ...: the newest two, backwards.
+    let newest: Vec<i64> = t
+        .scan_index_first(
+            &mut tx,
+            "by_branch",
+            &[Value::Int4(3)],
+            ScanDirection::Backward,
+            2,
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get("id").unwrap())
+        .collect();
+    assert_eq!(newest, [45, 38]);
+    tx.commit().unwrap();
+    assert!(db.verify().unwrap().is_ok());
+}

@@ -23,7 +23,7 @@
 //!    draws a new transaction.
 //! 2. Each engine does the same logical work: the same rows, the same reads and writes per
 //!    transaction, at each engine's READ COMMITTED-or-stronger level with row updates that
-//!    cannot lose an update (Shoal: X lock at the read, `Table::get_for_update`; SQLite:
+//!    cannot lose an update (Shoal: X lock at the read, `Table::update_with` or `get_for_update`; SQLite:
 //!    one writer at a time).
 //! 3. After each point the workload's consistency conditions are checked on the database
 //!    (outside the measured time); the result is the point's `consistency` field, `"pass"`

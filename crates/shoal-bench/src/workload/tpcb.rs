@@ -19,8 +19,8 @@
 //! INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (...);
 //! ```
 //!
-//! Shoal runs it at READ COMMITTED with each `UPDATE` as `get_for_update` + `update` (no
-//! update can be lost) and checks that the `SELECT` reads the updated balance. Shoal's
+//! Shoal runs it at READ COMMITTED with each `UPDATE` as `Table::update_with` (X lock, read,
+//! write: no update can be lost) and checks that the `SELECT` reads the updated balance. Shoal's
 //! tables need a primary key, so history has a surrogate `hid` (worker number × 2^40 +
 //! the worker's sequence); SQLite's history is a rowid table as in pgbench.
 //!
@@ -305,8 +305,8 @@ impl Input {
     }
 }
 
-/// Adds `delta` to the INT4 column `col` of the row with key `key` (X-locked at the read);
-/// returns the new value.
+/// Adds `delta` to the INT4 column `col` of the row with key `key` (one X lock, one read,
+/// one write: `Table::update_with`); returns the new value.
 fn add_to(
     tx: &mut shoal::txn::Transaction<'_>,
     table: &Table,
@@ -314,11 +314,13 @@ fn add_to(
     col: &str,
     delta: i32,
 ) -> shoal::Result<i32> {
-    let row = table
-        .get_for_update(tx, &[V::Int4(key)])?
+    let mut new = 0;
+    table
+        .update_with(tx, &[V::Int4(key)], |row| {
+            new = row.get::<i32>(col)? + delta;
+            Ok(Row::new().with(col, new))
+        })?
         .ok_or_else(|| shoal::Error::invalid("key", format!("{}: no row {key}", table.name())))?;
-    let new = row.get::<i32>(col)? + delta;
-    table.update(tx, &[V::Int4(key)], &Row::new().with(col, new))?;
     Ok(new)
 }
 

@@ -183,21 +183,56 @@ impl Table {
             return Ok(false);
         };
         let old = decode_row(&self.def, &old_bytes)?;
-        let (new, _changed) = self.def.check_update(&old, changes)?;
+        self.apply_update(txn, &pk, &old, changes)?;
+        Ok(true)
+    }
+
+    /// Read-modify-write of one row (`UPDATE ... SET c = c + 1`): locks the row with
+    /// primary key `key` exclusively, reads it, and sets the columns named in the [`Row`]
+    /// that `change` returns for it — one lock, one read, one write. Returns the row as it
+    /// was before the change, or `None` (and `change` is not called) if there is none.
+    ///
+    /// # Errors
+    /// As [`Table::update`]; an error returned by `change` (nothing is changed then).
+    pub fn update_with(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[Value],
+        change: impl FnOnce(&Row) -> Result<Row>,
+    ) -> Result<Option<Row>> {
+        let pk = self.primary_key(key)?;
+        let Some(old_bytes) = self.read_for_update(txn, &pk)? else {
+            return Ok(None);
+        };
+        let old = Row::decode(&self.def, &old_bytes)?;
+        let changes = change(&old)?;
+        self.apply_update(txn, &pk, old.values(), &changes)?;
+        Ok(Some(old))
+    }
+
+    /// Replaces the X-locked row `old` at `pk` by `old` with `changes`, as one statement.
+    fn apply_update(
+        &self,
+        txn: &mut Transaction<'_>,
+        pk: &[u8],
+        old: &[Value],
+        changes: &Row,
+    ) -> Result<()> {
+        let (new, _changed) = self.def.check_update(old, changes)?;
         let new_pk = self.def.primary_key_of(&new)?;
         statement(txn, |txn| {
             if new_pk != pk {
-                self.primary.delete(txn, &pk)?;
+                self.primary.delete(txn, pk)?;
                 self.primary
                     .insert(txn, &new_pk, &encode_row(&self.def, &new)?)
                     .map_err(|e| self.name_duplicate(None, e))?;
             } else {
                 self.primary
-                    .update(txn, &pk, &encode_row(&self.def, &new)?)?;
+                    .update(txn, pk, &encode_row(&self.def, &new)?)?;
             }
             for (i, tree) in self.indexes.iter().enumerate() {
                 let (ok, nk) = (
-                    self.def.index_key_of(i, &old)?,
+                    self.def.index_key_of(i, old)?,
                     self.def.index_key_of(i, &new)?,
                 );
                 if ok != nk || new_pk != pk {
@@ -206,7 +241,7 @@ impl Table {
                         .map_err(|e| self.name_duplicate(Some(i), e))?;
                 }
             }
-            Ok(true)
+            Ok(())
         })
     }
 
