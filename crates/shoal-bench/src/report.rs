@@ -41,11 +41,12 @@ fn base_threads(ms: &[Measurement]) -> Option<usize> {
 }
 
 /// The variant as reports show it: with the workload's durability (`tpcb [full]`) when its
-/// config names one, so that runs of one variant under two settings stay apart.
+/// config names one, so that runs of one variant under two settings stay apart. A variant
+/// whose name already ends with its durability (`commit-full`) is shown as it is.
 pub fn label(m: &Measurement) -> String {
     match m.config.get("durability").and_then(|d| d.as_str()) {
-        Some(d) => format!("{} [{d}]", m.variant),
-        None => m.variant.clone(),
+        Some(d) if !m.variant.ends_with(&format!("-{d}")) => format!("{} [{d}]", m.variant),
+        _ => m.variant.clone(),
     }
 }
 

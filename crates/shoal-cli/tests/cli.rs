@@ -236,7 +236,7 @@ fn json_run_with(bench: &str, args: &[&str]) -> (Vec<serde_json::Value>, String)
 fn buffer_json_run_prints_only_json_lines() {
     let (lines, report) = json_run("buffer", &["--pool-size", "1MiB", "--page-size", "4096"]);
     assert_eq!(lines.len(), 4 * 2);
-    assert!(report.contains("| miss-random | 2 |"), "{report}");
+    assert!(report.contains("| miss-random | shoal | 2 |"), "{report}");
 }
 
 #[test]
@@ -256,7 +256,7 @@ fn log_json_run_prints_only_json_lines_with_fdatasync_per_commit() {
             assert!(f > 0.0, "{v}");
         }
     }
-    assert!(report.contains("| commit-full | 2 |"), "{report}");
+    assert!(report.contains("| commit-full | shoal | 2 |"), "{report}");
     assert!(report.contains("fdatasync_per_commit="), "{report}");
 }
 
@@ -296,7 +296,7 @@ fn recovery_json_run_replays_the_log_it_was_asked_for() {
     let rate = v["replay_mib_per_s"].as_f64().unwrap();
     assert!(rate > 0.0, "{v}");
     assert!(v["log_mib"].as_f64().unwrap() >= 4.0, "{v}");
-    assert!(report.contains("| kv-update | 1 |"), "{report}");
+    assert!(report.contains("| kv-update | shoal | 1 |"), "{report}");
     assert!(report.contains("replay_mib_per_s="), "{report}");
 }
 
@@ -342,7 +342,10 @@ fn btree_json_run_prints_only_json_lines_with_its_derived_fields() {
             assert!(v["engine_stats"]["root_latch_waits"].is_u64(), "{v}");
         }
     }
-    assert!(report.contains("| lookup-hot-root | 2 |"), "{report}");
+    assert!(
+        report.contains("| lookup-hot-root [lazy] | shoal | 2 |"),
+        "{report}"
+    );
     assert!(report.contains("vs_btreemap="), "{report}");
 }
 
