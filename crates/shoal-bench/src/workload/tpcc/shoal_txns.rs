@@ -19,7 +19,7 @@ use super::load::Sink;
 use super::schema::{col, T, TABLES};
 use crate::error::{BenchError, Result};
 use shoal::btree::ScanDirection;
-use shoal::table::{Row, Table, Value as V};
+use shoal::table::{Row, RowView, Table, Value as V};
 use shoal::txn::Transaction;
 use shoal::{Database, IsolationLevel};
 use std::collections::HashSet;
@@ -99,14 +99,35 @@ fn i4(w: i32) -> V {
     V::Int4(w)
 }
 
+/// Integer column `i` of a row read in place.
+fn int(v: &RowView<'_>, i: usize) -> shoal::Result<i64> {
+    match v.value(i)? {
+        V::Int4(x) => Ok(i64::from(x)),
+        V::Int8(x) | V::Timestamp(x) => Ok(x),
+        other => Err(shoal::Error::invalid(
+            "tpcc",
+            format!("column {i} holds a {}, not an integer", other.type_name()),
+        )),
+    }
+}
+
+/// The stored bytes of text column `i` (empty for NULL).
+fn text<'a>(v: &RowView<'a>, i: usize) -> shoal::Result<&'a [u8]> {
+    Ok(v.raw(i)?.unwrap_or_default())
+}
+
+/// Whether `data` holds "ORIGINAL" (I_DATA, S_DATA: the brand-generic flag).
+fn original(data: &[u8]) -> bool {
+    data.windows(8).any(|w| w == b"ORIGINAL")
+}
+
 /// New-Order (clause 2.4.2).
 pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, now: i64) -> Outcome {
     let (w, d, c) = (inp.w, inp.d, inp.c);
-    let wrow = t
+    let w_tax = t
         .get(T::Warehouse)
-        .get(tx, &[i4(w)])?
+        .get_with(tx, &[i4(w)], |v| int(v, col::W_TAX))?
         .ok_or_else(|| missing("warehouse"))?;
-    let w_tax: i32 = wrow.get_at(col::W_TAX)?;
     let mut o_id = 0;
     let mut d_tax = 0;
     t.get(T::District)
@@ -116,12 +137,13 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
             Ok(Row::new().with("d_next_o_id", o_id + 1))
         })?
         .ok_or_else(|| missing("district"))?;
-    let crow = t
+    let (c_discount, bc) = t
         .get(T::Customer)
-        .get(tx, &[i4(w), i4(d), i4(c)])?
+        .get_with(tx, &[i4(w), i4(d), i4(c)], |v| {
+            v.value(col::C_LAST)?;
+            Ok((int(v, col::C_DISCOUNT)?, text(v, col::C_CREDIT)? == b"BC"))
+        })?
         .ok_or_else(|| missing("customer"))?;
-    let c_discount: i32 = crow.get_at(col::C_DISCOUNT)?;
-    let bc = crow.get_at::<&str>(col::C_CREDIT)? == "BC";
     t.get(T::Orders).insert(
         tx,
         &Row::from_values(vec![
@@ -139,11 +161,13 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
         .insert(tx, &Row::from_values(vec![i4(w), i4(d), i4(o_id)]))?;
     let mut total = 0i64;
     for (n, line) in inp.lines.iter().enumerate() {
-        let Some(item) = t.get(T::Item).get(tx, &[i4(line.i_id)])? else {
+        let item = t.get(T::Item).get_with(tx, &[i4(line.i_id)], |v| {
+            v.value(col::I_NAME)?;
+            Ok((int(v, col::I_PRICE)?, original(text(v, col::I_DATA)?)))
+        })?;
+        let Some((price, i_original)) = item else {
             return Ok(Err(Rollback::UnusedItem));
         };
-        let price: i64 = item.get_at(col::I_PRICE)?;
-        let i_original = item.get_at::<&str>(col::I_DATA)?.contains("ORIGINAL");
         let mut dist_info = String::new();
         let mut s_original = false;
         t.get(T::Stock)
@@ -157,7 +181,7 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
                 dist_info = s
                     .get_at::<&str>(col::S_DIST_01 + d as usize - 1)?
                     .to_string();
-                s_original = s.get_at::<&str>(col::S_DATA)?.contains("ORIGINAL");
+                s_original = original(s.get_at::<&str>(col::S_DATA)?.as_bytes());
                 Ok(Row::new()
                     .with("s_quantity", new_q)
                     .with("s_ytd", s.get_at::<i64>(col::S_YTD)? + i64::from(line.qty))
@@ -189,8 +213,7 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
         )?;
     }
     // The total the terminal would show (clause 2.4.2.2).
-    let _total = total * (10_000 - i64::from(c_discount)) * (10_000 + i64::from(w_tax + d_tax))
-        / 100_000_000;
+    let _total = total * (10_000 - c_discount) * (10_000 + w_tax + i64::from(d_tax)) / 100_000_000;
     let _ = bc;
     Ok(Ok(()))
 }
@@ -309,13 +332,20 @@ pub fn order_status(
     };
     let o_id: i32 = o.get_at(col::O_ID)?;
     let key = [i4(inp.w), i4(inp.d), i4(o_id)];
-    let lines = t.get(T::OrderLine).scan(
+    t.get(T::OrderLine).scan_first_with(
         tx,
         Bound::Included(&key),
         Bound::Included(&key),
         ScanDirection::Forward,
-    )?;
-    Ok(lines.len())
+        usize::MAX,
+        |v| {
+            // OL_I_ID, OL_SUPPLY_W_ID, OL_QUANTITY, OL_AMOUNT, OL_DELIVERY_D.
+            for i in [col::OL_I_ID, 5, 7, col::OL_AMOUNT, col::OL_DELIVERY_D] {
+                v.value(i)?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Delivery (clause 2.7.4) of all ten districts of `inp.w`. Returns the orders delivered.
@@ -332,15 +362,19 @@ pub fn delivery(
         let mut o_id = None;
         // Retry while another Delivery takes the oldest row first.
         for _ in 0..16 {
-            let first = t.get(T::NewOrder).scan_first(
+            let mut first = None;
+            t.get(T::NewOrder).scan_first_with(
                 tx,
                 Bound::Included(&dk),
                 Bound::Included(&dk),
                 ScanDirection::Forward,
                 1,
+                |v| {
+                    first = Some(int(v, col::NO_O_ID)? as i32);
+                    Ok(())
+                },
             )?;
-            let Some(row) = first.first() else { break };
-            let o: i32 = row.get_at(col::NO_O_ID)?;
+            let Some(o) = first else { break };
             if t.get(T::NewOrder)
                 .delete(tx, &[i4(w), i4(d), i4(o)])?
                 .is_some()
@@ -350,14 +384,15 @@ pub fn delivery(
             }
         }
         let Some(o) = o_id else { continue };
-        let older = t.get(T::NewOrder).scan_first(
+        let older = t.get(T::NewOrder).scan_first_with(
             tx,
             Bound::Included(&dk),
             Bound::Excluded(&[i4(w), i4(d), i4(o)]),
             ScanDirection::Forward,
             1,
+            |_| Ok(()),
         )?;
-        if !older.is_empty() {
+        if older > 0 {
             return Ok(Err(Rollback::DeliveryRace));
         }
         let ok = [i4(w), i4(d), i4(o)];
@@ -402,28 +437,29 @@ pub fn stock_level(
     items: &mut HashSet<i32>,
 ) -> shoal::Result<usize> {
     let (w, d) = (inp.w, inp.d);
-    let drow = t
+    let next = t
         .get(T::District)
-        .get(tx, &[i4(w), i4(d)])?
-        .ok_or_else(|| missing("district"))?;
-    let next: i32 = drow.get_at(col::D_NEXT_O_ID)?;
-    let lines = t.get(T::OrderLine).scan(
+        .get_with(tx, &[i4(w), i4(d)], |v| int(v, col::D_NEXT_O_ID))?
+        .ok_or_else(|| missing("district"))? as i32;
+    items.clear();
+    t.get(T::OrderLine).scan_first_with(
         tx,
         Bound::Included(&[i4(w), i4(d), i4(next - STOCK_LEVEL_ORDERS)]),
         Bound::Excluded(&[i4(w), i4(d), i4(next)]),
         ScanDirection::Forward,
+        usize::MAX,
+        |v| {
+            items.insert(int(v, col::OL_I_ID)? as i32);
+            Ok(())
+        },
     )?;
-    items.clear();
-    for l in &lines {
-        items.insert(l.get_at::<i32>(col::OL_I_ID)?);
-    }
     let mut low = 0;
     for &i in items.iter() {
-        let s = t
+        let q = t
             .get(T::Stock)
-            .get(tx, &[i4(w), i4(i)])?
+            .get_with(tx, &[i4(w), i4(i)], |v| int(v, col::S_QUANTITY))?
             .ok_or_else(|| missing("stock"))?;
-        if s.get_at::<i32>(col::S_QUANTITY)? < inp.threshold {
+        if q < i64::from(inp.threshold) {
             low += 1;
         }
     }
