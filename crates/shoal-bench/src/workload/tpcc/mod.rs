@@ -44,16 +44,25 @@
 //! transaction type are reported as `mix_<type>` (share of the point's transactions).
 //!
 //! ## Consistency ([`check`]; clause 3.3.2, after every point)
-//! 1. W_YTD = sum(D_YTD); 2. D_NEXT_O_ID − 1 = max(O_ID) = max(NO_O_ID);
-//! 3. max(NO_O_ID) − min(NO_O_ID) + 1 = count(NEW-ORDER) per district;
-//! 4. sum(O_OL_CNT) = count(ORDER-LINE) per district; 5. O_CARRIER_ID is NULL iff the order
-//! has a NEW-ORDER row; 6. O_OL_CNT = its lines; 7. OL_DELIVERY_D is NULL iff its order's
-//! O_CARRIER_ID is; 8. W_YTD = sum(H_AMOUNT) of the warehouse; 9. D_YTD = sum(H_AMOUNT) of
-//! the district; 10. C_BALANCE = sum(delivered OL_AMOUNT) − sum(H_AMOUNT) per customer;
-//! 11. count(ORDER) − count(NEW-ORDER) per district = the orders delivered at load (2,100)
-//! plus sum(C_DELIVERY_CNT) of its customers (the spec states it for the initial
-//! database, where the sum is 0); 12. C_BALANCE + C_YTD_PAYMENT = sum(delivered OL_AMOUNT).
 //!
+//! | # | condition |
+//! |---|---|
+//! | 1 | W_YTD = sum(D_YTD) of the warehouse's districts |
+//! | 2 | D_NEXT_O_ID − 1 = max(O_ID) = max(NO_O_ID) of the district |
+//! | 3 | max(NO_O_ID) − min(NO_O_ID) + 1 = count(NEW-ORDER) of the district |
+//! | 4 | sum(O_OL_CNT) = count(ORDER-LINE) of the district |
+//! | 5 | O_CARRIER_ID is NULL iff the order has a NEW-ORDER row |
+//! | 6 | O_OL_CNT = the order's ORDER-LINE rows |
+//! | 7 | OL_DELIVERY_D is NULL iff the order's O_CARRIER_ID is |
+//! | 8 | W_YTD = sum(H_AMOUNT) of the warehouse |
+//! | 9 | D_YTD = sum(H_AMOUNT) of the district |
+//! | 10 | C_BALANCE = sum(OL_AMOUNT of its delivered lines) − sum(H_AMOUNT of its payments) |
+//! | 11 | count(ORDER) − count(NEW-ORDER) = the district's orders delivered at load (2,100) + sum(C_DELIVERY_CNT) of its customers |
+//! | 12 | C_BALANCE + C_YTD_PAYMENT = sum(OL_AMOUNT of its delivered lines) |
+//!
+//! Condition 11 is stated by the spec for the initial database, where sum(C_DELIVERY_CNT)
+//! is 0; adding the deliveries since makes it hold after a run too.
+
 //! ## What differs from the spec
 //! - A closed-loop throughput test: no terminals, no keying or think time, no response-
 //!   time constraints and no tpmC; each worker runs transactions back to back, and the
