@@ -28,8 +28,9 @@
 //!   discount and credit; ORDER and NEW-ORDER rows; per line (5..=15, NURand items, 1%
 //!   supplied remotely when there are several warehouses) the item, the stock row updated
 //!   and an ORDER-LINE row. 1% end with an unused item and roll back (counted as done).
-//! - **Payment** (2.5): W_YTD, D_YTD, the customer (60% by last name, 15% in a remote
-//!   warehouse) paid, C_DATA prefixed for bad credit, a HISTORY row.
+//! - **Payment** (2.5): D_YTD, the customer (60% by last name, 15% in a remote
+//!   warehouse) paid, C_DATA prefixed for bad credit, W_YTD (last: the warehouse row is
+//!   the hot spot, its lock is best held shortest), a HISTORY row.
 //! - **Order-Status** (2.6, read-only): the customer (60% by last name), its newest order
 //!   (backward scan of `orders_by_customer`, one row) and that order's lines.
 //! - **Delivery** (2.7): for each of the 10 districts the oldest NEW-ORDER row is deleted,

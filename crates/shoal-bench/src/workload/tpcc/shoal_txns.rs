@@ -245,7 +245,10 @@ fn find_customer(
     }
 }
 
-/// Payment (clause 2.5.2); `h_id` is the new HISTORY row's key.
+/// Payment (clause 2.5.2); `h_id` is the new HISTORY row's key. The warehouse, every
+/// Payment's hot spot at few warehouses, is updated after the district and the customer,
+/// so its X lock is held only for the end of the transaction (the order of the updates
+/// does not change their result; SQLite runs them in the same order).
 pub fn payment(
     t: &ShoalTables,
     tx: &mut Transaction<'_>,
@@ -254,12 +257,6 @@ pub fn payment(
     now: i64,
 ) -> Outcome {
     let amount = inp.amount;
-    let wrow = t
-        .get(T::Warehouse)
-        .update_with(tx, &[i4(inp.w)], |r| {
-            Ok(Row::new().with("w_ytd", r.get_at::<i64>(col::W_YTD)? + amount))
-        })?
-        .ok_or_else(|| missing("warehouse"))?;
     let drow = t
         .get(T::District)
         .update_with(tx, &[i4(inp.w), i4(inp.d)], |r| {
@@ -287,6 +284,12 @@ pub fn payment(
             Ok(ch)
         })?
         .ok_or_else(|| missing("customer"))?;
+    let wrow = t
+        .get(T::Warehouse)
+        .update_with(tx, &[i4(inp.w)], |r| {
+            Ok(Row::new().with("w_ytd", r.get_at::<i64>(col::W_YTD)? + amount))
+        })?
+        .ok_or_else(|| missing("warehouse"))?;
     let h_data = format!(
         "{}    {}",
         wrow.get_at::<&str>(col::W_NAME)?,

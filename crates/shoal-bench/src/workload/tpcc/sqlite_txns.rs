@@ -187,16 +187,10 @@ fn find_customer(c: &Connection, w: i32, d: i32, sel: &Customer) -> rusqlite::Re
     }
 }
 
-/// Payment (clause 2.5.2); `h_id` is the new HISTORY row's key.
+/// Payment (clause 2.5.2), in the order of the Shoal side (district, customer, warehouse,
+/// history); `h_id` is the new HISTORY row's key.
 pub fn payment(c: &Connection, inp: &PaymentIn, h_id: i64, now: i64) -> rusqlite::Result<()> {
     let amount = inp.amount;
-    c.prepare_cached("UPDATE warehouse SET w_ytd = w_ytd + ?2 WHERE w_id = ?1")?
-        .execute(params![inp.w, amount])?;
-    let w_name: String = c
-        .prepare_cached(
-            "SELECT w_name, w_street_1, w_street_2, w_city, w_state, w_zip FROM warehouse WHERE w_id = ?1",
-        )?
-        .query_row([inp.w], |r| r.get(0))?;
     c.prepare_cached("UPDATE district SET d_ytd = d_ytd + ?3 WHERE d_w_id = ?1 AND d_id = ?2")?
         .execute(params![inp.w, inp.d, amount])?;
     let d_name: String = c
@@ -239,6 +233,13 @@ pub fn payment(c: &Connection, inp: &PaymentIn, h_id: i64, now: i64) -> rusqlite
             cnt + 1
         ])?;
     }
+    c.prepare_cached("UPDATE warehouse SET w_ytd = w_ytd + ?2 WHERE w_id = ?1")?
+        .execute(params![inp.w, amount])?;
+    let w_name: String = c
+        .prepare_cached(
+            "SELECT w_name, w_street_1, w_street_2, w_city, w_state, w_zip FROM warehouse WHERE w_id = ?1",
+        )?
+        .query_row([inp.w], |r| r.get(0))?;
     c.prepare_cached("INSERT INTO history VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")?
         .execute(params![
             h_id,
