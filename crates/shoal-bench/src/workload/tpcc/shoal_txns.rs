@@ -17,7 +17,7 @@ use super::input::{
 };
 use super::load::Sink;
 use super::schema::{col, T, TABLES};
-use crate::error::{BenchError, Result};
+use crate::error::Result;
 use shoal::btree::ScanDirection;
 use shoal::table::{Row, RowView, Table, Value as V};
 use shoal::txn::Transaction;
@@ -467,9 +467,4 @@ pub fn stock_level(
         }
     }
     Ok(low)
-}
-
-/// A failed expectation of the driver (not an engine error).
-pub fn check_error(what: impl Into<String>) -> BenchError {
-    BenchError::Check(what.into())
 }
