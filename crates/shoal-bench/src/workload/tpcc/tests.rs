@@ -119,3 +119,44 @@ fn bad_settings_are_errors_not_panics() {
     assert_eq!(table_of("stock"), Some(T::Stock));
     assert_eq!(table_of("nope"), None);
 }
+
+/// The READ COMMITTED subtlety of Delivery (module doc of `shoal_txns`): while another
+/// transaction's delete of a district's oldest NEW-ORDER row is uncommitted, a Delivery
+/// must not take the next row and leave a gap when that delete rolls back. It either
+/// waits and takes the restored row, or rolls back as a `delivery-race`; condition 3
+/// holds either way.
+#[test]
+fn delivery_leaves_no_gap_after_a_rolled_back_delete() {
+    let state = tiny(EngineKind::Shoal, 1)
+        .setup("standard", &RunConfig::default())
+        .unwrap();
+    let Engine::Shoal { db, t } = &state.engine else {
+        panic!("a Shoal state");
+    };
+    let scale = TpccScale::tiny();
+    let oldest = (scale.orders - scale.new_orders + 1) as i32;
+    let now = shoal::table::Timestamp::now().0;
+    let outcome = std::thread::scope(|s| {
+        let mut t1 = db.db().begin(IsolationLevel::ReadCommitted);
+        let key = [V::Int4(1), V::Int4(1), V::Int4(oldest)];
+        assert!(t.get(T::NewOrder).delete(&mut t1, &key).unwrap().is_some());
+        let delivery = s.spawn(|| {
+            let mut t2 = db.db().begin(IsolationLevel::ReadCommitted);
+            let inp = input::DeliveryIn { w: 1, carrier: 3 };
+            let r = shoal_txns::delivery(t, &mut t2, &inp, now).unwrap();
+            match r {
+                Ok(_) => t2.commit().unwrap(),
+                Err(_) => t2.abort().unwrap(),
+            }
+            r
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        t1.abort().unwrap();
+        delivery.join().unwrap()
+    });
+    assert!(
+        matches!(outcome, Ok(10) | Err(Rollback::DeliveryRace)),
+        "{outcome:?}"
+    );
+    assert_eq!(state.check().unwrap(), Vec::<String>::new(), "{outcome:?}");
+}
