@@ -494,3 +494,27 @@ fn tadom_protocol_works_through_the_manager() {
     a.lock(&node, tadom::IX, Long, Wait::Yes).unwrap();
     assert_eq!(a.held(&node), Some(tadom::LRIX));
 }
+
+#[test]
+fn an_owner_made_after_another_was_dropped_on_its_thread_starts_empty() {
+    // The second owner reuses the first one's emptied map (owner.rs, SPARE_MAP): it must
+    // neither hold nor cover anything the first held.
+    let m = mgl(5_000);
+    let mut a = owner(&m, 1);
+    a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    for r in 0..20 {
+        a.lock(&row(r), X, Long, Wait::Yes).unwrap();
+    }
+    assert_eq!(a.lock_count(), 21);
+    drop(a);
+    let mut b = owner(&m, 2);
+    assert_eq!(b.lock_count(), 0);
+    assert_eq!(b.held(&row(3)), None);
+    assert!(!b.covers(&row(3), S, Long));
+    // What `a` held is free for others: `b` takes X at once, without waiting.
+    assert_eq!(
+        b.lock(&row(3), X, Long, Wait::No).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!(b.lock_count(), 1);
+}
