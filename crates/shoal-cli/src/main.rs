@@ -88,6 +88,10 @@ enum Benchmark {
     /// Workload: seed 001's insert micro-benchmark; each thread inserts into its own
     /// table, committing every 1,000 records, on each --engine.
     Insert(workload_cmds::WorkloadArgs),
+    /// Workload: TPC-C (rev. 5.11) — New-Order, Payment, Order-Status, Delivery and
+    /// Stock-Level on the nine tables, --warehouses warehouses, as a closed-loop
+    /// throughput test; variants standard (45/43/4/4/4), payment, new-order.
+    Tpcc(workload_cmds::WorkloadArgs),
 }
 
 /// Settings every benchmark takes.
@@ -538,6 +542,7 @@ fn main() -> ExitCode {
             Some(Benchmark::Select1(args)) => workload_cmds::run_workload(Workload::Select1, args),
             Some(Benchmark::Tpcb(args)) => workload_cmds::run_workload(Workload::Tpcb, args),
             Some(Benchmark::Insert(args)) => workload_cmds::run_workload(Workload::Insert, args),
+            Some(Benchmark::Tpcc(args)) => workload_cmds::run_workload(Workload::Tpcc, args),
             None => workload_cmds::run_default_suite(),
         }
         .map_err(|e| e.to_string()),

@@ -1,4 +1,4 @@
-//! `shoal bench select1|tpcb|insert` (the seeds' workloads on Shoal and its peers) and
+//! `shoal bench select1|tpcb|insert|tpcc` (the seeds' workloads on Shoal and its peers) and
 //! `shoal bench` with no benchmark named (the default suite, written to `./shoal-report/`).
 
 use crate::{command_line, CommonArgs};
@@ -9,6 +9,7 @@ use shoal_bench::parse::ByteSize;
 use shoal_bench::workload::suite::{
     consistency_failures, default_suite, Workload, WorkloadRun, DEFAULT_REPORT_DIR,
 };
+use shoal_bench::workload::tpcc::TpccScale;
 use shoal_bench::workload::{DataSize, Durability, EngineKind, WorkloadOptions};
 use shoal_bench::{BenchError, Measurement, RunConfig};
 use std::path::PathBuf;
@@ -45,6 +46,16 @@ pub struct WorkloadArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub scale: u32,
+
+    /// tpcc: warehouses (each 10 districts, 30,000 customers, 100,000 stock rows).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub warehouses: u32,
+
+    /// tpcc: load the small test population (1,000 items, 60 customers and orders per
+    /// district) instead of the spec's; for tests.
+    #[arg(long, hide = true)]
+    pub tpcc_tiny: bool,
 
     /// Keep each engine's database in DIR/<engine>/ after the run (for `shoal verify
     /// DIR/shoal` and `shoal inspect`); replaces an earlier run's [default: temporary
@@ -84,6 +95,12 @@ impl WorkloadArgs {
             engines: EngineKind::parse_list(&self.engine)?,
             options,
             scale: self.scale,
+            warehouses: self.warehouses,
+            tpcc_scale: if self.tpcc_tiny {
+                TpccScale::tiny()
+            } else {
+                TpccScale::full()
+            },
             variants: self.variant.clone(),
             run,
         };

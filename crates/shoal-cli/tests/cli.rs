@@ -21,7 +21,7 @@ fn bench_help_lists_the_benchmarks_and_workloads() {
     assert_eq!(o.status.code(), Some(0));
     let out = String::from_utf8_lossy(&o.stdout);
     for name in [
-        "buffer", "log", "recovery", "btree", "lock", "select1", "tpcb", "insert",
+        "buffer", "log", "recovery", "btree", "lock", "select1", "tpcb", "insert", "tpcc",
     ] {
         assert!(out.contains(name), "{name} missing from:\n{out}");
     }
@@ -65,6 +65,49 @@ fn tpcb_runs_on_both_engines_and_leaves_a_verifiable_database() {
     assert!(db_dir.join("sqlite/bench.sqlite").exists());
     let o = shoal(&["verify", db_dir.join("shoal").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// TPC-C on both engines, briefly, at the hidden test scale (`--tpcc-tiny`: the spec's
+/// 1-warehouse population takes too long to load in a debug build for CI): JSON lines for
+/// both engines with the transaction mix and a passing consistency check.
+#[test]
+fn tpcc_runs_briefly_on_both_engines() {
+    let o = shoal(&[
+        "bench",
+        "tpcc",
+        "--engine",
+        "shoal,sqlite",
+        "--warehouses",
+        "2",
+        "--variant",
+        "standard",
+        "--tpcc-tiny",
+        "--threads",
+        "1,2",
+        "--duration-s",
+        "0.3",
+        "--warmup-s",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    for (l, engine) in lines.iter().zip(["shoal", "shoal", "sqlite", "sqlite"]) {
+        assert_eq!(l["bench"], "tpcc");
+        assert_eq!(l["variant"], "standard");
+        assert_eq!(l["engine"], engine);
+        assert_eq!(l["consistency"], "pass");
+        assert!(l["ops"].as_u64().unwrap() > 0);
+        assert!(l["mix_payment"].as_f64().unwrap() > 0.0, "{l}");
+    }
+    let o = shoal(&["bench", "tpcc", "--warehouses", "0"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("--warehouses"), "{}", stderr(&o));
 }
 
 #[test]

@@ -429,3 +429,56 @@ fn read_modify_write_and_limited_scans() {
     tx.commit().unwrap();
     assert!(db.verify().unwrap().is_ok());
 }
+
+/// `get_with` and `scan_first_with`: rows read in place as `RowView`s, one column at a time.
+#[test]
+fn reads_with_row_views() {
+    use shoal::btree::ScanDirection;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path(), &options()).unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let t = db.create_table(&mut tx, account_def()).unwrap();
+    for id in 0..20 {
+        t.insert(&mut tx, &account(id)).unwrap();
+    }
+    let balance = t
+        .get_with(&mut tx, &[Value::Int8(7)], |v| v.value(3))
+        .unwrap();
+    assert_eq!(balance, Some(Value::Int8(1_007)));
+    let missing = t
+        .get_with(&mut tx, &[Value::Int8(70)], |_| -> shoal::Result<()> {
+            panic!("not called")
+        })
+        .unwrap();
+    assert!(missing.is_none());
+    let mut ids = Vec::new();
+    let n = t
+        .scan_first_with(
+            &mut tx,
+            Bound::Included(&[Value::Int8(5)][..]),
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            3,
+            |v| {
+                ids.push(v.value(0)?);
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert_eq!(n, 3);
+    assert_eq!(ids, [Value::Int8(5), Value::Int8(6), Value::Int8(7)]);
+    // The closure's error stops the scan.
+    let e = t
+        .scan_first_with(
+            &mut tx,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+            |_| Err(Error::invalid("each", "stop")),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("stop"));
+    tx.commit().unwrap();
+    db.close().unwrap();
+}

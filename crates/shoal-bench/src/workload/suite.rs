@@ -9,6 +9,7 @@
 use super::insert::Insert;
 use super::select1::Select1;
 use super::tpcb::Tpcb;
+use super::tpcc::{Tpcc, TpccScale, MAX_WAREHOUSES};
 use super::{Durability, EngineKind, WorkloadOptions};
 use crate::error::{BenchError, Result};
 use crate::measurement::Measurement;
@@ -23,6 +24,8 @@ pub enum Workload {
     Tpcb,
     /// Seed 001's private-table insert micro-benchmark.
     Insert,
+    /// TPC-C's five transactions on its nine tables.
+    Tpcc,
 }
 
 impl Workload {
@@ -32,6 +35,7 @@ impl Workload {
             Workload::Select1 => "select1",
             Workload::Tpcb => "tpcb",
             Workload::Insert => "insert",
+            Workload::Tpcc => "tpcc",
         }
     }
 
@@ -41,6 +45,7 @@ impl Workload {
             Workload::Select1 => &["select1"],
             Workload::Tpcb => &["tpcb"],
             Workload::Insert => &["insert"],
+            Workload::Tpcc => &["standard", "payment", "new-order"],
         }
     }
 }
@@ -56,6 +61,10 @@ pub struct WorkloadRun {
     pub options: WorkloadOptions,
     /// `select1` and `tpcb` scale: hundreds of thousands of rows / branches.
     pub scale: u32,
+    /// `tpcc` warehouses (at least 1).
+    pub warehouses: u32,
+    /// `tpcc` population sizes ([`TpccScale::full`] but in tests).
+    pub tpcc_scale: TpccScale,
     /// Variants to run; empty: all.
     pub variants: Vec<String>,
     /// Threads, durations and seed.
@@ -76,6 +85,13 @@ impl WorkloadRun {
         if self.scale == 0 {
             return Err(BenchError::invalid("--scale", "must be at least 1"));
         }
+        if !(1..=MAX_WAREHOUSES).contains(&self.warehouses) {
+            return Err(BenchError::invalid(
+                "--warehouses",
+                format!("{} is not in 1..={MAX_WAREHOUSES}", self.warehouses),
+            ));
+        }
+        self.tpcc_scale.validate()?;
         let known = self.workload.variants();
         if let Some(v) = self.variants.iter().find(|v| !known.contains(&v.as_str())) {
             return Err(BenchError::invalid(
@@ -134,6 +150,16 @@ impl WorkloadRun {
                         observer,
                     )?,
                     Workload::Insert => run_micro(&Insert { opts }, one, &self.run, observer)?,
+                    Workload::Tpcc => run_micro(
+                        &Tpcc {
+                            opts,
+                            warehouses: self.warehouses,
+                            scale: self.tpcc_scale,
+                        },
+                        one,
+                        &self.run,
+                        observer,
+                    )?,
                 });
             }
         }
@@ -181,6 +207,8 @@ pub fn default_suite(progress: bool) -> Vec<WorkloadRun> {
             ..options.clone()
         },
         scale: 1,
+        warehouses: 1,
+        tpcc_scale: TpccScale::full(),
         variants: Vec::new(),
         run: RunConfig {
             threads: threads.to_vec(),
@@ -192,6 +220,10 @@ pub fn default_suite(progress: bool) -> Vec<WorkloadRun> {
         item(Workload::Tpcb, Durability::Lazy, &[1, 2]),
         item(Workload::Tpcb, Durability::Full, &[1, 8]),
         item(Workload::Insert, Durability::Lazy, &[1, 2]),
+        WorkloadRun {
+            variants: vec!["standard".into()],
+            ..item(Workload::Tpcc, Durability::Lazy, &[1, 2])
+        },
     ]
 }
 
@@ -202,7 +234,12 @@ mod tests {
 
     #[test]
     fn every_workload_runs_on_both_engines_and_passes_its_check() {
-        for workload in [Workload::Select1, Workload::Tpcb, Workload::Insert] {
+        for workload in [
+            Workload::Select1,
+            Workload::Tpcb,
+            Workload::Insert,
+            Workload::Tpcc,
+        ] {
             let mut options = WorkloadOptions::new(EngineKind::Shoal);
             options.progress = false;
             let w = WorkloadRun {
@@ -210,7 +247,13 @@ mod tests {
                 engines: EngineKind::ALL.to_vec(),
                 options,
                 scale: 1,
-                variants: Vec::new(),
+                warehouses: 1,
+                tpcc_scale: TpccScale::tiny(),
+                variants: if workload == Workload::Tpcc {
+                    vec!["standard".into()]
+                } else {
+                    Vec::new()
+                },
                 run: RunConfig {
                     threads: vec![1, 2],
                     warmup_s: 0.0,

@@ -101,6 +101,10 @@ fn too_long(column: &str, max: impl Into<u64>, got: usize, unit: &'static str) -
 /// CHAR and VARCHAR).
 fn fit_chars<'a>(column: &str, n: u32, s: &'a str) -> Result<&'a str> {
     let n = n as usize;
+    // At most n bytes are at most n characters: no need to walk them.
+    if s.len() <= n {
+        return Ok(s);
+    }
     // Byte offset of the character after the first n, if there is one.
     let Some((cut, _)) = s.char_indices().nth(n) else {
         return Ok(s);

@@ -186,8 +186,10 @@ fn encode_cells(def: &TableDef, cells: &[Cell<'_>]) -> Result<Vec<u8>> {
 /// of `def`; never panics.
 pub fn decode_row(def: &TableDef, bytes: &[u8]) -> Result<Vec<Value>> {
     let view = RowView::new(def, bytes)?;
-    view.validate()?;
-    (0..def.columns().len()).map(|i| view.value(i)).collect()
+    let mut values = Vec::with_capacity(def.columns().len());
+    // One pass: each column is checked once and converted as it is checked.
+    view.validate_with(|c, cell| values.push(cell.to_value(c.ty)))?;
+    Ok(values)
 }
 
 /// A stored row, read in place: one column at a time in O(1) (module rule 7), without
@@ -313,12 +315,18 @@ impl<'a> RowView<'a> {
     /// # Errors
     /// [`Error::CorruptRecord`] naming the first problem.
     pub fn validate(&self) -> Result<()> {
+        self.validate_with(|_, _| {})
+    }
+
+    /// [`RowView::validate`], handing each column's checked cell to `each` in column order
+    /// (so a decoder checks and converts every column in one pass).
+    fn validate_with(&self, mut each: impl FnMut(&Column, Cell<'a>)) -> Result<()> {
         let pad_bits = self.n.div_ceil(8) * 8 - self.n;
         if pad_bits > 0 && self.bytes[HEADER_BYTES + self.n / 8] >> (8 - pad_bits) != 0 {
             return Err(self.corrupt("padding bits of the null bitmap are set".into()));
         }
         for (i, c) in self.def.columns().iter().enumerate() {
-            self.cell(i, c)?;
+            each(c, self.cell(i, c)?);
         }
         let vars = usize::from(self.def.layout().var_rank[self.n]);
         let data_len = self.bytes.len() - self.g.data;
@@ -434,7 +442,9 @@ impl<'a> RowView<'a> {
             }
             ColumnType::Char(n) | ColumnType::Varchar(n) => {
                 let s = std::str::from_utf8(f).map_err(|e| bad(format!("not UTF-8: {e}")))?;
-                if s.chars().nth(n as usize).is_some() {
+                // At most n bytes are at most n characters: the walk is needed only
+                // for longer fields.
+                if s.len() > n as usize && s.chars().nth(n as usize).is_some() {
                     return Err(bad(format!("more than {n} characters")));
                 }
                 if matches!(c.ty, ColumnType::Char(_)) && s.ends_with(' ') {

@@ -9,7 +9,7 @@
 //! locks primary keys, each index its own keys (`btree::locking`), at the transaction's
 //! isolation level.
 
-use super::codec::{decode_row, encode_row};
+use super::codec::{decode_row, encode_row, RowView};
 use super::{Row, TableDef, Value};
 use crate::btree::{BTree, ScanDirection};
 use crate::error::{Error, Result};
@@ -136,6 +136,58 @@ impl Table {
             Some(bytes) => Row::decode(&self.def, &bytes).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// As [`Table::get`], but the stored row is handed to `read` as a [`RowView`] instead
+    /// of being decoded: only the columns `read` asks for are checked and converted (a
+    /// point read of two columns of a wide row costs two columns, not the row). Returns
+    /// `read`'s result, or `None` if there is no row (and `read` is not called).
+    ///
+    /// # Errors
+    /// As [`Table::get`]; an error returned by `read`.
+    pub fn get_with<T>(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[Value],
+        read: impl FnOnce(&RowView<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let pk = self.primary_key(key)?;
+        match self.primary.get_in(txn, &pk)? {
+            Some(bytes) => read(&RowView::new(&self.def, &bytes)?).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// As [`Table::scan_first`], but each row is handed to `each` as a [`RowView`] (see
+    /// [`Table::get_with`]) instead of being decoded and collected. Returns the number of
+    /// rows visited.
+    ///
+    /// # Errors
+    /// As [`Table::scan_first`]; the first error returned by `each` (the scan stops).
+    pub fn scan_first_with(
+        &self,
+        txn: &mut Transaction<'_>,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        dir: ScanDirection,
+        n: usize,
+        mut each: impl FnMut(&RowView<'_>) -> Result<()>,
+    ) -> Result<usize> {
+        let cols = self.def.primary_key();
+        let Some((lo, hi)) = key_range(&self.def, cols, lower, upper)? else {
+            return Ok(0);
+        };
+        let mut visited = 0;
+        for kv in self
+            .primary
+            .scan_in(txn, as_bound(&lo), as_bound(&hi), dir)
+            .take(n)
+        {
+            let (_, bytes) = kv?;
+            each(&RowView::new(&self.def, &bytes)?)?;
+            visited += 1;
+        }
+        Ok(visited)
     }
 
     /// As [`Table::get`], but the row is locked exclusively (X, held to the end of the

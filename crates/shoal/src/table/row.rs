@@ -218,7 +218,12 @@ impl Row {
     /// [`Row::get`].
     pub fn get_at<'a, T: FromValue<'a>>(&'a self, index: usize) -> Result<T> {
         match self.values.get(index) {
-            Some(v) => convert(self.name_at(index).unwrap_or(&format!("#{index}")), v),
+            // The `#index` name is built only for a row without names (no allocation
+            // per read of a table's row).
+            Some(v) => match self.name_at(index) {
+                Some(name) => convert(name, v),
+                None => convert(&format!("#{index}"), v),
+            },
             None => Err(self.no_column(&format!("#{index}"))),
         }
     }

@@ -639,3 +639,37 @@ fn table_definition_format() {
         .to_string()
         .contains("1 bytes left over"));
 }
+
+/// The length checks skip the character walk for fields of at most `n` bytes; fields with
+/// multibyte characters around the limit are still counted in characters.
+#[test]
+fn length_limits_count_characters_not_bytes() {
+    let def = TableDef::new(
+        "t",
+        vec![
+            Column::new("id", ColumnType::Int4),
+            Column::new("v", ColumnType::Varchar(3)),
+            Column::new("c", ColumnType::Char(3)),
+        ],
+        &["id"],
+    )
+    .unwrap();
+    // Three two-byte characters: 6 bytes, 3 characters, fit both columns.
+    let ok = [Value::Int4(1), Value::from("ééé"), Value::from("ééé")];
+    let bytes = encode_row(&def, &ok).unwrap();
+    assert_eq!(decode_row(&def, &bytes).unwrap(), ok.to_vec());
+    let row = Row::decode(&Arc::new(def.clone()), &bytes).unwrap();
+    assert_eq!(row.get_at::<&str>(1).unwrap(), "ééé");
+    assert!(row.get_at::<i64>(1).is_err());
+    // Four characters do not fit; short ASCII values fit and CHAR pads them.
+    for v in ["éééé", "abcd"] {
+        let bad = [Value::Int4(1), Value::from(v), Value::from("a")];
+        assert!(
+            matches!(encode_row(&def, &bad), Err(Error::ValueTooLong { .. })),
+            "{v}"
+        );
+    }
+    let short = [Value::Int4(1), Value::from("ab"), Value::from("a")];
+    let values = decode_row(&def, &encode_row(&def, &short).unwrap()).unwrap();
+    assert_eq!(values[2], Value::from("a  "));
+}

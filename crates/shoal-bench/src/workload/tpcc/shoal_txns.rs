@@ -1,0 +1,472 @@
+//! The five transactions on Shoal, at READ COMMITTED: every row a transaction writes is
+//! read under an X lock (`Table::update_with`, or `delete`, which locks first), so no update
+//! is lost; the reads of rows it does not write take S locks only for the read.
+//!
+//! Delivery at READ COMMITTED: the oldest NEW-ORDER row of a district is found by a
+//! one-row scan and deleted (X lock). If another Delivery deleted it first, the delete finds
+//! nothing and the scan is repeated. A scan may also have stepped over a row whose delete
+//! by another Delivery was still uncommitted; if that Delivery then rolls back, the row
+//! reappears below the one taken. So after its delete (which waited for that other
+//! transaction, whose delete held an X lock on the next key) the transaction checks that no
+//! older NEW-ORDER row of the district exists, and if one does it rolls back and is counted
+//! as an abort with cause `delivery-race` (its work is redone by a later Delivery).
+
+use super::input::{
+    bc_data, Customer, DeliveryIn, NewOrderIn, OrderStatusIn, PaymentIn, StockLevelIn,
+    STOCK_LEVEL_ORDERS,
+};
+use super::load::Sink;
+use super::schema::{col, T, TABLES};
+use crate::error::{BenchError, Result};
+use shoal::btree::ScanDirection;
+use shoal::table::{Row, RowView, Table, Value as V};
+use shoal::txn::Transaction;
+use shoal::{Database, IsolationLevel};
+use std::collections::HashSet;
+use std::ops::Bound;
+
+/// The nine tables, in [`T`] order.
+pub struct ShoalTables {
+    /// The tables.
+    pub t: Vec<Table>,
+}
+
+impl ShoalTables {
+    /// Creates the nine tables in `db`.
+    ///
+    /// # Errors
+    /// Shoal's errors.
+    pub fn create(db: &Database) -> Result<ShoalTables> {
+        let mut tx = db.begin(IsolationLevel::ReadCommitted);
+        let mut t = Vec::new();
+        for spec in TABLES {
+            t.push(db.create_table(&mut tx, spec.shoal_def()?)?);
+        }
+        tx.commit()?;
+        Ok(ShoalTables { t })
+    }
+
+    /// Table `t`.
+    pub fn get(&self, t: T) -> &Table {
+        &self.t[t as usize]
+    }
+}
+
+/// Loads rows into Shoal, one transaction per batch.
+pub struct ShoalSink<'a> {
+    /// The tables.
+    pub tables: &'a ShoalTables,
+    /// The open load transaction.
+    pub tx: Option<Transaction<'a>>,
+    /// The database.
+    pub db: &'a Database,
+}
+
+impl Sink for ShoalSink<'_> {
+    fn row(&mut self, t: T, values: Vec<V>) -> Result<()> {
+        let db = self.db;
+        let tx = self
+            .tx
+            .get_or_insert_with(|| db.begin(IsolationLevel::ReadCommitted));
+        self.tables.get(t).insert(tx, &Row::from_values(values))?;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        if let Some(tx) = self.tx.take() {
+            tx.commit()?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a transaction asks to be rolled back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rollback {
+    /// New-Order's unused item (clause 2.4.2.3): part of the workload.
+    UnusedItem,
+    /// Delivery found an older NEW-ORDER row after its delete (module doc).
+    DeliveryRace,
+}
+
+type Outcome = shoal::Result<std::result::Result<(), Rollback>>;
+
+fn missing(what: &str) -> shoal::Error {
+    shoal::Error::invalid("tpcc", format!("{what} does not exist"))
+}
+
+fn i4(w: i32) -> V {
+    V::Int4(w)
+}
+
+/// Integer column `i` of a row read in place.
+fn int(v: &RowView<'_>, i: usize) -> shoal::Result<i64> {
+    match v.value(i)? {
+        V::Int4(x) => Ok(i64::from(x)),
+        V::Int8(x) | V::Timestamp(x) => Ok(x),
+        other => Err(shoal::Error::invalid(
+            "tpcc",
+            format!("column {i} holds a {}, not an integer", other.type_name()),
+        )),
+    }
+}
+
+/// The stored bytes of text column `i` (empty for NULL).
+fn text<'a>(v: &RowView<'a>, i: usize) -> shoal::Result<&'a [u8]> {
+    Ok(v.raw(i)?.unwrap_or_default())
+}
+
+/// Whether `data` holds "ORIGINAL" (I_DATA, S_DATA: the brand-generic flag).
+fn original(data: &[u8]) -> bool {
+    data.windows(8).any(|w| w == b"ORIGINAL")
+}
+
+/// New-Order (clause 2.4.2).
+pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, now: i64) -> Outcome {
+    let (w, d, c) = (inp.w, inp.d, inp.c);
+    let w_tax = t
+        .get(T::Warehouse)
+        .get_with(tx, &[i4(w)], |v| int(v, col::W_TAX))?
+        .ok_or_else(|| missing("warehouse"))?;
+    let mut o_id = 0;
+    let mut d_tax = 0;
+    t.get(T::District)
+        .update_with(tx, &[i4(w), i4(d)], |r| {
+            o_id = r.get_at::<i32>(col::D_NEXT_O_ID)?;
+            d_tax = r.get_at::<i32>(col::D_TAX)?;
+            Ok(Row::new().with("d_next_o_id", o_id + 1))
+        })?
+        .ok_or_else(|| missing("district"))?;
+    let (c_discount, bc) = t
+        .get(T::Customer)
+        .get_with(tx, &[i4(w), i4(d), i4(c)], |v| {
+            v.value(col::C_LAST)?;
+            Ok((int(v, col::C_DISCOUNT)?, text(v, col::C_CREDIT)? == b"BC"))
+        })?
+        .ok_or_else(|| missing("customer"))?;
+    t.get(T::Orders).insert(
+        tx,
+        &Row::from_values(vec![
+            i4(w),
+            i4(d),
+            i4(o_id),
+            i4(c),
+            V::Timestamp(now),
+            V::Null,
+            i4(inp.lines.len() as i32),
+            i4(i32::from(inp.all_local)),
+        ]),
+    )?;
+    t.get(T::NewOrder)
+        .insert(tx, &Row::from_values(vec![i4(w), i4(d), i4(o_id)]))?;
+    let mut total = 0i64;
+    for (n, line) in inp.lines.iter().enumerate() {
+        let item = t.get(T::Item).get_with(tx, &[i4(line.i_id)], |v| {
+            v.value(col::I_NAME)?;
+            Ok((int(v, col::I_PRICE)?, original(text(v, col::I_DATA)?)))
+        })?;
+        let Some((price, i_original)) = item else {
+            return Ok(Err(Rollback::UnusedItem));
+        };
+        let mut dist_info = String::new();
+        let mut s_original = false;
+        t.get(T::Stock)
+            .update_with(tx, &[i4(line.supply_w), i4(line.i_id)], |s| {
+                let q: i32 = s.get_at(col::S_QUANTITY)?;
+                let new_q = if q >= line.qty + 10 {
+                    q - line.qty
+                } else {
+                    q - line.qty + 91
+                };
+                dist_info = s
+                    .get_at::<&str>(col::S_DIST_01 + d as usize - 1)?
+                    .to_string();
+                s_original = original(s.get_at::<&str>(col::S_DATA)?.as_bytes());
+                Ok(Row::new()
+                    .with("s_quantity", new_q)
+                    .with("s_ytd", s.get_at::<i64>(col::S_YTD)? + i64::from(line.qty))
+                    .with("s_order_cnt", s.get_at::<i32>(col::S_ORDER_CNT)? + 1)
+                    .with(
+                        "s_remote_cnt",
+                        s.get_at::<i32>(col::S_REMOTE_CNT)? + i32::from(line.supply_w != w),
+                    ))
+            })?
+            .ok_or_else(|| missing("stock"))?;
+        // The brand-generic flag is shown to the terminal only.
+        let _brand = i_original && s_original;
+        let amount = price * i64::from(line.qty);
+        total += amount;
+        t.get(T::OrderLine).insert(
+            tx,
+            &Row::from_values(vec![
+                i4(w),
+                i4(d),
+                i4(o_id),
+                i4(n as i32 + 1),
+                i4(line.i_id),
+                i4(line.supply_w),
+                V::Null,
+                i4(line.qty),
+                V::Int8(amount),
+                V::Str(dist_info),
+            ]),
+        )?;
+    }
+    // The total the terminal would show (clause 2.4.2.2).
+    let _total = total * (10_000 - c_discount) * (10_000 + w_tax + i64::from(d_tax)) / 100_000_000;
+    let _ = bc;
+    Ok(Ok(()))
+}
+
+/// The customer `sel` of district `(w, d)`: by id, or the middle one by first name of
+/// those with the last name. Returns its C_ID, or `None` if there is none.
+fn find_customer(
+    t: &ShoalTables,
+    tx: &mut Transaction<'_>,
+    w: i32,
+    d: i32,
+    sel: &Customer,
+) -> shoal::Result<Option<Row>> {
+    match sel {
+        Customer::Id(c) => t.get(T::Customer).get(tx, &[i4(w), i4(d), i4(*c)]),
+        Customer::Last(last) => {
+            let mut rows = t.get(T::Customer).scan_index(
+                tx,
+                "customer_by_name",
+                &[i4(w), i4(d), V::Str(last.clone())],
+            )?;
+            if rows.is_empty() {
+                return Ok(None);
+            }
+            // ceil(n / 2), 1-based.
+            let i = (rows.len() - 1) / 2;
+            Ok(Some(rows.swap_remove(i)))
+        }
+    }
+}
+
+/// Payment (clause 2.5.2); `h_id` is the new HISTORY row's key.
+pub fn payment(
+    t: &ShoalTables,
+    tx: &mut Transaction<'_>,
+    inp: &PaymentIn,
+    h_id: i64,
+    now: i64,
+) -> Outcome {
+    let amount = inp.amount;
+    let wrow = t
+        .get(T::Warehouse)
+        .update_with(tx, &[i4(inp.w)], |r| {
+            Ok(Row::new().with("w_ytd", r.get_at::<i64>(col::W_YTD)? + amount))
+        })?
+        .ok_or_else(|| missing("warehouse"))?;
+    let drow = t
+        .get(T::District)
+        .update_with(tx, &[i4(inp.w), i4(inp.d)], |r| {
+            Ok(Row::new().with("d_ytd", r.get_at::<i64>(col::D_YTD)? + amount))
+        })?
+        .ok_or_else(|| missing("district"))?;
+    let c = match &inp.customer {
+        Customer::Id(c) => *c,
+        sel => find_customer(t, tx, inp.c_w, inp.c_d, sel)?
+            .ok_or_else(|| missing("customer of that last name"))?
+            .get_at::<i32>(col::C_ID)?,
+    };
+    t.get(T::Customer)
+        .update_with(tx, &[i4(inp.c_w), i4(inp.c_d), i4(c)], |r| {
+            let mut ch = Row::new()
+                .with("c_balance", r.get_at::<i64>(col::C_BALANCE)? - amount)
+                .with(
+                    "c_ytd_payment",
+                    r.get_at::<i64>(col::C_YTD_PAYMENT)? + amount,
+                )
+                .with("c_payment_cnt", r.get_at::<i32>(col::C_PAYMENT_CNT)? + 1);
+            if r.get_at::<&str>(col::C_CREDIT)? == "BC" {
+                ch = ch.with("c_data", bc_data(c, inp, r.get_at::<&str>(col::C_DATA)?));
+            }
+            Ok(ch)
+        })?
+        .ok_or_else(|| missing("customer"))?;
+    let h_data = format!(
+        "{}    {}",
+        wrow.get_at::<&str>(col::W_NAME)?,
+        drow.get_at::<&str>(col::D_NAME)?
+    );
+    t.get(T::History).insert(
+        tx,
+        &Row::from_values(vec![
+            V::Int8(h_id),
+            i4(c),
+            i4(inp.c_d),
+            i4(inp.c_w),
+            i4(inp.d),
+            i4(inp.w),
+            V::Timestamp(now),
+            V::Int8(amount),
+            V::Str(h_data),
+        ]),
+    )?;
+    Ok(Ok(()))
+}
+
+/// Order-Status (clause 2.6.2): the customer, its newest order and that order's lines.
+/// Returns the number of lines read.
+pub fn order_status(
+    t: &ShoalTables,
+    tx: &mut Transaction<'_>,
+    inp: &OrderStatusIn,
+) -> shoal::Result<usize> {
+    let crow =
+        find_customer(t, tx, inp.w, inp.d, &inp.customer)?.ok_or_else(|| missing("customer"))?;
+    let c: i32 = crow.get_at(col::C_ID)?;
+    let _balance: i64 = crow.get_at(col::C_BALANCE)?;
+    let orders = t.get(T::Orders).scan_index_first(
+        tx,
+        "orders_by_customer",
+        &[i4(inp.w), i4(inp.d), i4(c)],
+        ScanDirection::Backward,
+        1,
+    )?;
+    let Some(o) = orders.first() else {
+        return Ok(0);
+    };
+    let o_id: i32 = o.get_at(col::O_ID)?;
+    let key = [i4(inp.w), i4(inp.d), i4(o_id)];
+    t.get(T::OrderLine).scan_first_with(
+        tx,
+        Bound::Included(&key),
+        Bound::Included(&key),
+        ScanDirection::Forward,
+        usize::MAX,
+        |v| {
+            // OL_I_ID, OL_SUPPLY_W_ID, OL_QUANTITY, OL_AMOUNT, OL_DELIVERY_D.
+            for i in [col::OL_I_ID, 5, 7, col::OL_AMOUNT, col::OL_DELIVERY_D] {
+                v.value(i)?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Delivery (clause 2.7.4) of all ten districts of `inp.w`. Returns the orders delivered.
+pub fn delivery(
+    t: &ShoalTables,
+    tx: &mut Transaction<'_>,
+    inp: &DeliveryIn,
+    now: i64,
+) -> shoal::Result<std::result::Result<u32, Rollback>> {
+    let w = inp.w;
+    let mut delivered = 0;
+    for d in 1..=10 {
+        let dk = [i4(w), i4(d)];
+        let mut o_id = None;
+        // Retry while another Delivery takes the oldest row first.
+        for _ in 0..16 {
+            let mut first = None;
+            t.get(T::NewOrder).scan_first_with(
+                tx,
+                Bound::Included(&dk),
+                Bound::Included(&dk),
+                ScanDirection::Forward,
+                1,
+                |v| {
+                    first = Some(int(v, col::NO_O_ID)? as i32);
+                    Ok(())
+                },
+            )?;
+            let Some(o) = first else { break };
+            if t.get(T::NewOrder)
+                .delete(tx, &[i4(w), i4(d), i4(o)])?
+                .is_some()
+            {
+                o_id = Some(o);
+                break;
+            }
+        }
+        let Some(o) = o_id else { continue };
+        let older = t.get(T::NewOrder).scan_first_with(
+            tx,
+            Bound::Included(&dk),
+            Bound::Excluded(&[i4(w), i4(d), i4(o)]),
+            ScanDirection::Forward,
+            1,
+            |_| Ok(()),
+        )?;
+        if older > 0 {
+            return Ok(Err(Rollback::DeliveryRace));
+        }
+        let ok = [i4(w), i4(d), i4(o)];
+        let orow = t
+            .get(T::Orders)
+            .update_with(
+                tx,
+                &ok,
+                |_| Ok(Row::new().with("o_carrier_id", inp.carrier)),
+            )?
+            .ok_or_else(|| missing("order of a NEW-ORDER row"))?;
+        let c: i32 = orow.get_at(col::O_C_ID)?;
+        let ol_cnt: i32 = orow.get_at(col::O_OL_CNT)?;
+        let mut sum = 0i64;
+        for n in 1..=ol_cnt {
+            let old = t
+                .get(T::OrderLine)
+                .update_with(tx, &[i4(w), i4(d), i4(o), i4(n)], |_| {
+                    Ok(Row::new().with("ol_delivery_d", V::Timestamp(now)))
+                })?
+                .ok_or_else(|| missing("order line"))?;
+            sum += old.get_at::<i64>(col::OL_AMOUNT)?;
+        }
+        t.get(T::Customer)
+            .update_with(tx, &[i4(w), i4(d), i4(c)], |r| {
+                Ok(Row::new()
+                    .with("c_balance", r.get_at::<i64>(col::C_BALANCE)? + sum)
+                    .with("c_delivery_cnt", r.get_at::<i32>(col::C_DELIVERY_CNT)? + 1))
+            })?
+            .ok_or_else(|| missing("customer of an order"))?;
+        delivered += 1;
+    }
+    Ok(Ok(delivered))
+}
+
+/// Stock-Level (clause 2.8.2): the number of distinct items of the district's last 20
+/// orders whose stock is below the threshold.
+pub fn stock_level(
+    t: &ShoalTables,
+    tx: &mut Transaction<'_>,
+    inp: &StockLevelIn,
+    items: &mut HashSet<i32>,
+) -> shoal::Result<usize> {
+    let (w, d) = (inp.w, inp.d);
+    let next = t
+        .get(T::District)
+        .get_with(tx, &[i4(w), i4(d)], |v| int(v, col::D_NEXT_O_ID))?
+        .ok_or_else(|| missing("district"))? as i32;
+    items.clear();
+    t.get(T::OrderLine).scan_first_with(
+        tx,
+        Bound::Included(&[i4(w), i4(d), i4(next - STOCK_LEVEL_ORDERS)]),
+        Bound::Excluded(&[i4(w), i4(d), i4(next)]),
+        ScanDirection::Forward,
+        usize::MAX,
+        |v| {
+            items.insert(int(v, col::OL_I_ID)? as i32);
+            Ok(())
+        },
+    )?;
+    let mut low = 0;
+    for &i in items.iter() {
+        let q = t
+            .get(T::Stock)
+            .get_with(tx, &[i4(w), i4(i)], |v| int(v, col::S_QUANTITY))?
+            .ok_or_else(|| missing("stock"))?;
+        if q < i64::from(inp.threshold) {
+            low += 1;
+        }
+    }
+    Ok(low)
+}
+
+/// A failed expectation of the driver (not an engine error).
+pub fn check_error(what: impl Into<String>) -> BenchError {
+    BenchError::Check(what.into())
+}
