@@ -246,6 +246,11 @@ impl MicroBench for Insert {
                 .map(|t| (t.primary_tree().root(), t.name().to_string()))
                 .collect();
             m.insert("hot_latches".into(), db.hot_latches(&roots));
+            let ids: Vec<_> = tables
+                .iter()
+                .map(|t| (t.id(), t.name().to_string()))
+                .collect();
+            m.insert("hot_locks".into(), db.hot_locks(&ids));
         }
         let counts = state.counts()?;
         let failures: Vec<String> = counts

@@ -235,6 +235,10 @@ impl MicroBench for Select1 {
                     "hot_latches".into(),
                     db.hot_latches(&[(table.primary_tree().root(), "test".into())]),
                 );
+                m.insert(
+                    "hot_locks".into(),
+                    db.hot_locks(&[(table.id(), "test".into())]),
+                );
                 let mut tx = db.db().begin(IsolationLevel::ReadCommitted);
                 let n = table
                     .scan(

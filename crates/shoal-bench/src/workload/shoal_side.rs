@@ -150,6 +150,29 @@ impl ShoalDb {
     }
 }
 
+impl ShoalDb {
+    /// The lock names waited on most since the database was opened (at most
+    /// [`HOT_LATCHES`]), each as `{lock, waits, wait_us, what}`, where `what` names the
+    /// table of `tables` (`Table::id`, name) the lock belongs to, or says `lock`.
+    pub fn hot_locks(&self, tables: &[(u32, String)]) -> Value {
+        let stats = self.db().stats();
+        let list: Vec<Value> = stats
+            .locks
+            .hottest_locks
+            .iter()
+            .take(HOT_LATCHES)
+            .map(|w| {
+                let what = tables
+                    .iter()
+                    .find(|(id, _)| *id == w.container)
+                    .map_or_else(|| "lock".to_string(), |(_, n)| format!("in {n}"));
+                json!({"lock": w.lock, "waits": w.waits, "wait_us": w.wait_us, "what": what})
+            })
+            .collect();
+        Value::from(list)
+    }
+}
+
 impl Drop for ShoalDb {
     fn drop(&mut self) {
         if let Some(db) = self.db.take() {

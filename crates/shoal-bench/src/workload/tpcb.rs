@@ -527,6 +527,9 @@ impl MicroBench for Tpcb {
             ]
             .map(|(t, n)| (t.primary_tree().root(), n.to_string()));
             m.insert("hot_latches".into(), db.hot_latches(&roots));
+            let ids = [&t.branches, &t.tellers, &t.accounts, &t.history]
+                .map(|t| (t.id(), t.name().to_string()));
+            m.insert("hot_locks".into(), db.hot_locks(&ids));
         }
         let (k, v) = consistency_field(&state.check()?);
         m.insert(k, v);

@@ -151,7 +151,7 @@ impl BufferPool {
     #[inline]
     fn record_wait(&self, pid: PageId, waited: Option<Duration>) {
         if let Some(w) = waited {
-            self.counters.latch_waits.record(pid, w);
+            self.counters.latch_waits.record(&pid, w);
         }
     }
 

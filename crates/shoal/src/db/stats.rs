@@ -26,7 +26,8 @@ pub struct DatabaseStats {
 }
 
 impl DatabaseStats {
-    /// The counters as `name value` lines (units in the names), the hottest pages last.
+    /// The counters as `name value` lines (units in the names), the hottest pages and lock
+    /// names last.
     pub fn to_text(&self) -> String {
         let (b, l, k) = (&self.buffer, &self.log, &self.locks);
         let mut s = String::new();
@@ -56,6 +57,13 @@ impl DatabaseStats {
         let _ = writeln!(s, "buffer.hit_ratio {:.4}", b.hit_ratio());
         for p in &b.hottest_pages {
             let _ = writeln!(s, "buffer.hot_page {p:?}");
+        }
+        for w in &k.hottest_locks {
+            let _ = writeln!(
+                s,
+                "lock.hot_lock {} waits={} wait_us={}",
+                w.lock, w.waits, w.wait_us
+            );
         }
         s
     }

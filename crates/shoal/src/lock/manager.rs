@@ -9,7 +9,7 @@ use super::owner::LockOwner;
 use super::table::{LockTable, Outcome, Wakeups};
 use super::waits::Owners;
 use crate::error::{Error, Result};
-use crate::stats::StripedCounter;
+use crate::stats::{StripedCounter, WaitTable};
 use crate::types::TxnId;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -117,6 +117,26 @@ pub struct LockStats {
     pub escalations_refused: u64,
     /// Fast-path locks moved into the lock table by strong requests.
     pub fast_path_moves: u64,
+    /// The lock names waited on most (up to [`HOT_LOCKS`]), most waits first: where
+    /// transactions queue (DESIGN.md §3.11).
+    pub hottest_locks: Vec<LockWaits>,
+}
+
+/// Entries of [`LockStats::hottest_locks`].
+pub const HOT_LOCKS: usize = 10;
+
+/// Waits on one lock name since the manager was made.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockWaits {
+    /// The name, as [`LockName`]'s `Display` writes it (e.g. `key(1.7, 0x8000002a)`).
+    pub lock: String,
+    /// The table (or document) number in the name, 0 for a database name: lets a caller
+    /// say which table a hot key lock belongs to (`Table::id`).
+    pub container: u32,
+    /// Requests on it that waited (granted, deadlocked or timed out).
+    pub waits: u64,
+    /// Total time those requests waited, in microseconds.
+    pub wait_us: u64,
 }
 
 #[derive(Default)]
@@ -128,6 +148,8 @@ pub(crate) struct Counters {
     pub(crate) escalations: StripedCounter,
     pub(crate) escalations_refused: StripedCounter,
     pub(crate) fast_path_moves: StripedCounter,
+    /// Waits by lock name (slow path only: recorded after a request waited).
+    pub(crate) by_name: WaitTable<LockName>,
 }
 
 /// State shared by the manager handle and every owner.
@@ -223,6 +245,17 @@ impl LockManager {
             escalations: c.escalations.get(),
             escalations_refused: c.escalations_refused.get(),
             fast_path_moves: c.fast_path_moves.get(),
+            hottest_locks: c
+                .by_name
+                .hottest(HOT_LOCKS)
+                .into_iter()
+                .map(|(name, waits, wait_us)| LockWaits {
+                    lock: name.to_string(),
+                    container: name.container(),
+                    waits,
+                    wait_us,
+                })
+                .collect(),
         }
     }
 
@@ -312,9 +345,9 @@ impl Shared {
                 }
             }
         };
-        self.counters
-            .wait_us
-            .add(start.elapsed().as_micros() as u64);
+        let waited = start.elapsed();
+        self.counters.wait_us.add(waited.as_micros() as u64);
+        self.counters.by_name.record(name, waited);
         result
     }
 }

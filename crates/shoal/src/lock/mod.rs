@@ -179,7 +179,9 @@ mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use manager::{LockDuration, LockManager, LockOptions, LockStats, LockStatus, Wait};
+pub use manager::{
+    LockDuration, LockManager, LockOptions, LockStats, LockStatus, LockWaits, Wait, HOT_LOCKS,
+};
 pub use mgl::MGL;
 pub use mode::{Combined, LockMode, ModeTable, Spec, MAX_MODES};
 pub use name::{EdgeKind, LockName, NameKind, INLINE_BYTES};

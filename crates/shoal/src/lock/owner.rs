@@ -8,9 +8,28 @@ use super::name::{LockName, NameHasher, NameKind};
 use super::table::Wakeups;
 use crate::error::{Error, Result};
 use crate::types::TxnId;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
+
+/// An owner's local lock map.
+type HeldMap = HashMap<LockName, Held, BuildHasherDefault<NameHasher>>;
+
+/// Entries a fresh owner's map has room for.
+const INITIAL_MAP_CAPACITY: usize = 16;
+
+/// Largest capacity (entries) of an emptied map that is kept for reuse: a map grown by a
+/// transaction that locked thousands of rows is freed rather than held by its thread.
+const SPARE_MAP_MAX_CAPACITY: usize = 1024;
+
+thread_local! {
+    /// The emptied map of the last owner dropped on this thread, taken by the next owner
+    /// made here, so that a short transaction's first lock allocates nothing (the
+    /// allocation was about 4% of a single-row read transaction, `select1` profile). A
+    /// cache only: an owner made or dropped elsewhere allocates or frees as usual.
+    static SPARE_MAP: Cell<Option<HeldMap>> = const { Cell::new(None) };
+}
 
 /// What an owner holds on one name. `mode` is the mode recorded in the fast path or the
 /// lock table; `long` and `short` are the modes asked for with each duration (`NONE` if
@@ -50,7 +69,7 @@ pub struct LockOwner {
     sh: Arc<Shared>,
     id: u32,
     txn: TxnId,
-    map: HashMap<LockName, Held, BuildHasherDefault<NameHasher>>,
+    map: HeldMap,
     tables: Vec<TableRows>,
     wake: Wakeups,
 }
@@ -137,7 +156,13 @@ impl LockOwner {
             sh,
             id,
             txn,
-            map: HashMap::with_capacity_and_hasher(16, Default::default()),
+            map: SPARE_MAP
+                .try_with(Cell::take)
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| {
+                    HashMap::with_capacity_and_hasher(INITIAL_MAP_CAPACITY, Default::default())
+                }),
             tables: Vec::new(),
             wake: Wakeups::default(),
         }
@@ -582,6 +607,12 @@ impl Drop for LockOwner {
     fn drop(&mut self) {
         self.release_all();
         self.sh.fast.free(self.id);
+        let mut map = std::mem::take(&mut self.map);
+        if map.capacity() <= SPARE_MAP_MAX_CAPACITY {
+            map.clear();
+            // Fails only while the thread is exiting; the map is then simply freed.
+            let _ = SPARE_MAP.try_with(|s| s.set(Some(map)));
+        }
     }
 }
 

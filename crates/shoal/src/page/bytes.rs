@@ -166,7 +166,7 @@ fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
 
 /// Reads `N` bytes at `offset` with one relaxed load when they lie in one word (the common
 /// case for aligned header fields and keys), else through [`atomic_read`].
-#[inline]
+#[inline(always)]
 fn atomic_read_small<const N: usize>(words: &[AtomicU64], offset: usize) -> [u8; N] {
     let start = offset % 8;
     let mut out = [0u8; N];
@@ -180,7 +180,7 @@ fn atomic_read_small<const N: usize>(words: &[AtomicU64], offset: usize) -> [u8;
 }
 
 /// [`PageRead::head_be`] with at most two relaxed loads.
-#[inline]
+#[inline(always)]
 fn atomic_head_be(words: &[AtomicU64], offset: usize, n: usize) -> u64 {
     assert!(n <= 8, "a head is at most 8 bytes");
     if n == 0 {
@@ -233,31 +233,31 @@ fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
 macro_rules! impl_atomic_page_read {
     ($ty:ty) => {
         impl PageRead for $ty {
-            #[inline]
+            #[inline(always)]
             fn page_len(&self) -> usize {
                 self.words.len() * 8
             }
-            #[inline]
+            #[inline(always)]
             fn read_into(&self, offset: usize, dst: &mut [u8]) {
                 atomic_read(self.words, offset, dst);
             }
-            #[inline]
+            #[inline(always)]
             fn u8_at(&self, offset: usize) -> u8 {
                 atomic_read_small::<1>(self.words, offset)[0]
             }
-            #[inline]
+            #[inline(always)]
             fn u16_at(&self, offset: usize) -> u16 {
                 u16::from_le_bytes(atomic_read_small(self.words, offset))
             }
-            #[inline]
+            #[inline(always)]
             fn u32_at(&self, offset: usize) -> u32 {
                 u32::from_le_bytes(atomic_read_small(self.words, offset))
             }
-            #[inline]
+            #[inline(always)]
             fn head_be(&self, offset: usize, n: usize) -> u64 {
                 atomic_head_be(self.words, offset, n)
             }
-            #[inline]
+            #[inline(always)]
             fn u64_at(&self, offset: usize) -> u64 {
                 u64::from_le_bytes(atomic_read_small(self.words, offset))
             }

@@ -14,7 +14,7 @@
 
 mod latch_waits;
 
-pub use latch_waits::{LatchWaitTable, PageLatchWaits};
+pub use latch_waits::{LatchWaitTable, PageLatchWaits, WaitTable};
 
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;

@@ -107,12 +107,17 @@ fn a_refused_escalation_keeps_the_rows_and_never_waits() {
 #[test]
 fn two_transactions_escalating_at_once_do_not_deadlock() {
     let m = escalating(50);
+    // Both hold the table's IX before either locks a row: without the barrier, a thread
+    // that starts after the other escalated to X would (rightly) wait for the table.
+    let both_in = std::sync::Arc::new(std::sync::Barrier::new(2));
     let ts: Vec<_> = (0..2u64)
         .map(|t| {
             let m = m.clone();
+            let both_in = both_in.clone();
             thread::spawn(move || {
                 let mut o = owner(&m, t + 1);
                 o.lock(&table(), IX, Long, Wait::Yes).unwrap();
+                both_in.wait();
                 for r in 0..200 {
                     o.lock(&row(t * 10_000 + r), X, Long, Wait::Yes).unwrap();
                 }

@@ -494,3 +494,58 @@ fn tadom_protocol_works_through_the_manager() {
     a.lock(&node, tadom::IX, Long, Wait::Yes).unwrap();
     assert_eq!(a.held(&node), Some(tadom::LRIX));
 }
+
+#[test]
+fn an_owner_made_after_another_was_dropped_on_its_thread_starts_empty() {
+    // The second owner reuses the first one's emptied map (owner.rs, SPARE_MAP): it must
+    // neither hold nor cover anything the first held.
+    let m = mgl(5_000);
+    let mut a = owner(&m, 1);
+    a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    for r in 0..20 {
+        a.lock(&row(r), X, Long, Wait::Yes).unwrap();
+    }
+    assert_eq!(a.lock_count(), 21);
+    drop(a);
+    let mut b = owner(&m, 2);
+    assert_eq!(b.lock_count(), 0);
+    assert_eq!(b.held(&row(3)), None);
+    assert!(!b.covers(&row(3), S, Long));
+    // What `a` held is free for others: `b` takes X at once, without waiting.
+    assert_eq!(
+        b.lock(&row(3), X, Long, Wait::No).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!(b.lock_count(), 1);
+}
+
+#[test]
+fn the_lock_waited_on_most_heads_the_hottest_locks() {
+    let m = mgl(5_000);
+    assert!(m.stats().hottest_locks.is_empty());
+    let mut a = owner(&m, 1);
+    a.lock(&row(1), X, Long, Wait::Yes).unwrap();
+    a.lock(&row(2), X, Long, Wait::Yes).unwrap();
+    // Two waits on row 1, one on row 2; granted requests are not counted.
+    for (txn, r, n) in [(2, 1, 1), (3, 1, 2), (4, 2, 3)] {
+        let m2 = m.clone();
+        let waiter = thread::spawn(move || owner(&m2, txn).lock(&row(r), S, Long, Wait::Yes));
+        eventually("queued", || m.stats().waits == n);
+        thread::sleep(Duration::from_millis(2));
+        a.release(&row(r));
+        assert_eq!(waiter.join().unwrap().unwrap(), LockStatus::Granted);
+        a.lock(&row(r), X, Long, Wait::Yes).unwrap();
+    }
+    let hot = m.stats().hottest_locks;
+    assert_eq!(hot.len(), 2, "{hot:?}");
+    assert_eq!(
+        (hot[0].lock.as_str(), hot[0].waits),
+        (row(1).to_string().as_str(), 2)
+    );
+    assert_eq!(
+        (hot[1].lock.as_str(), hot[1].waits),
+        (row(2).to_string().as_str(), 1)
+    );
+    assert!(hot[0].wait_us >= 2 * 1_000, "{hot:?}");
+    assert_eq!(hot[0].container, row(1).container());
+}
