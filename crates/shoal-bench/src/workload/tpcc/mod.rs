@@ -523,6 +523,8 @@ impl MicroBench for Tpcc {
                 .map(|(i, spec)| (t.t[i].primary_tree().root(), spec.name.to_string()))
                 .collect();
             m.insert("hot_latches".into(), db.hot_latches(&roots));
+            let ids: Vec<_> = t.t.iter().map(|t| (t.id(), t.name().to_string())).collect();
+            m.insert("hot_locks".into(), db.hot_locks(&ids));
         }
         let (k, v) = consistency_field(&state.check()?);
         m.insert(k, v);
