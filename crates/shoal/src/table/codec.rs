@@ -416,7 +416,12 @@ impl<'a> RowView<'a> {
                     format!("NOT NULL column `{}` is marked NULL", c.name)
                 }));
             }
-            if i < self.n && self.field(i)?.iter().any(|&b| b != 0) {
+            // A NULL's field is as the encoder writes it: zeros of a fixed width, or empty.
+            let stray = |f: &[u8]| match c.ty.fixed_width() {
+                Some(_) => f.iter().any(|&b| b != 0),
+                None => !f.is_empty(),
+            };
+            if i < self.n && stray(self.field(i)?) {
                 return Err(self.corrupt(format!("NULL column `{}` has a non-empty field", c.name)));
             }
             return Ok(Cell::Null);
