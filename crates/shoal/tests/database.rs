@@ -483,14 +483,12 @@ fn reads_with_row_views() {
     db.close().unwrap();
 }
 
-/// Engine bug found by the TPC-C driver (Delivery): a READ COMMITTED scan skips a row
-/// whose delete is not committed. T1 deletes key 0 and waits; T2's `scan_first(.., 1)`
-/// steps over the deleted key to key 1, waits for T1's next-key X lock on it, and after
-/// T1 rolls back returns key 1 — although key 0 was in every committed state (a dirty read
-/// of an uncommitted delete). Expected: key 0 (the scan repositions after its wait).
-/// Ignored until the engine is fixed: `cargo test -p shoal --test database -- --ignored`.
+/// Found by the TPC-C driver (Delivery): a READ COMMITTED scan must not skip a row whose
+/// delete is not committed. T1 deletes key 0 and waits; T2's `scan_first(.., 1)` steps over
+/// the deleted key to key 1 and waits for T1's next-key X lock on it; T1 rolls back, so key
+/// 0 was in every committed state and the scan must return it (it reads again after its
+/// wait: `btree/locking.rs`, "Scans").
 #[test]
-#[ignore = "engine bug: a READ COMMITTED scan reads past an uncommitted delete that rolls back"]
 fn read_committed_scan_does_not_skip_a_row_whose_delete_rolls_back() {
     use shoal::btree::ScanDirection;
     let dir = tempfile::tempdir().unwrap();
@@ -526,5 +524,46 @@ fn read_committed_scan_does_not_skip_a_row_whose_delete_rolls_back() {
         first, 0,
         "the scan returned a row after one that was never deleted"
     );
+    db.close().unwrap();
+}
+
+/// As above with the deleted row in the middle of a leaf the scan has already started on:
+/// the scan waits at the next key (the deleter's next-key lock), finds its leaf changed,
+/// reads again after the last key it returned and returns the row the rollback restored.
+/// Committed inserts and deletes made meanwhile still count exactly once.
+#[test]
+fn read_committed_scan_returns_a_mid_leaf_row_whose_delete_rolls_back() {
+    use shoal::btree::ScanDirection;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path(), &options()).unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let t = db.create_table(&mut tx, account_def()).unwrap();
+    for id in 0..50 {
+        t.insert(&mut tx, &account(id)).unwrap();
+    }
+    tx.commit().unwrap();
+    let ids = std::thread::scope(|s| {
+        let mut t1 = db.begin(IsolationLevel::ReadCommitted);
+        assert!(t.delete(&mut t1, &[Value::Int8(20)]).unwrap().is_some());
+        let reader = s.spawn(|| {
+            let mut t2 = db.begin(IsolationLevel::ReadCommitted);
+            let rows = t
+                .scan(
+                    &mut t2,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    ScanDirection::Forward,
+                )
+                .unwrap();
+            t2.commit().unwrap();
+            rows.iter()
+                .map(|r| r.get::<i64>("id").unwrap())
+                .collect::<Vec<_>>()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        t1.abort().unwrap();
+        reader.join().unwrap()
+    });
+    assert_eq!(ids, (0..50).collect::<Vec<i64>>());
     db.close().unwrap();
 }

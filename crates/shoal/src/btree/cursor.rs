@@ -5,11 +5,18 @@
 //!
 //! Guarantee: every key present throughout the scan is returned exactly once, in order.
 //! A key inserted or deleted during the scan may or may not be returned.
+//!
+//! For the locking scan (`locking.rs`) a cursor also remembers the leaf its current batch
+//! came from, unvalidated, with the leaf's page LSN: an entry that is not the first of its
+//! batch, whose leaf still validates, is exactly what the leaf holds now — nothing has
+//! appeared between it and the entry before it ([`Cursor::unchanged_since_read`]).
 
 use super::node::Node;
 use super::tree::{Attempt, BTree, Seek};
+use crate::buffer::OptimisticPage;
 use crate::error::Result;
 use crate::page::PageRead;
+use crate::types::Lsn;
 use std::collections::VecDeque;
 use std::ops::Bound;
 
@@ -31,6 +38,13 @@ pub struct Cursor<'t> {
     dir: ScanDirection,
     batch: VecDeque<(Vec<u8>, Vec<u8>)>,
     done: bool,
+    /// The leaf the current batch was copied from (its version as of the copy) and its page
+    /// LSN then; `None` before the first batch.
+    leaf: Option<(OptimisticPage<'t>, Lsn)>,
+    /// Whether the entry returned last was the first of its batch.
+    first_of_batch: bool,
+    /// Whether the next entry returned is the first of its batch.
+    batch_fresh: bool,
 }
 
 fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -78,6 +92,9 @@ impl BTree {
             dir,
             batch: VecDeque::new(),
             done: false,
+            leaf: None,
+            first_of_batch: false,
+            batch_fresh: false,
         }
     }
 
@@ -106,18 +123,23 @@ impl Cursor<'_> {
             (ScanDirection::Backward, Bound::Excluded(_)) => Seek::Before(&seek_key),
             (ScanDirection::Backward, Bound::Unbounded) => Seek::Last,
         };
-        let leaf = loop {
+        let (leaf, page, lsn) = loop {
             let Attempt::Done(path) = self.tree.descend(seek, 0)? else {
                 continue;
             };
-            let got = {
+            let (got, lsn) = {
                 let b = path.node.bytes();
-                self.read_leaf(&b, forward)
+                (
+                    self.read_leaf(&b, forward),
+                    crate::page::header::page_lsn(&b),
+                )
             };
             if path.node.validate().is_ok() {
-                break got?;
+                break (got?, path.node, lsn);
             }
         };
+        self.leaf = Some((page, lsn));
+        self.batch_fresh = true;
         let in_range = |k: &[u8]| above_lower(&self.lower, k) && below_upper(&self.upper, k);
         let mut entries = leaf.entries;
         entries.retain(|(k, _)| in_range(k));
@@ -196,12 +218,39 @@ impl Cursor<'_> {
     }
 }
 
+impl Cursor<'_> {
+    /// Whether the entry returned last came from a batch read earlier than this call and is
+    /// still exactly what its leaf holds, with nothing new between it and the entry returned
+    /// before it: it was not the first of its batch and the leaf has not changed since the
+    /// batch was copied. `Some(page LSN)` of that leaf if so.
+    pub(crate) fn unchanged_since_read(&self) -> Option<Lsn> {
+        match &self.leaf {
+            Some((page, lsn)) if !self.first_of_batch && page.validate().is_ok() => Some(*lsn),
+            _ => None,
+        }
+    }
+
+    /// Starts the scan again from `from` in its direction (the lower bound of a forward
+    /// scan, the upper bound of a backward one; the range's far bound is kept): the next
+    /// entry returned is the first from there in the tree as it is now.
+    pub(crate) fn resume_at(&mut self, from: Bound<Vec<u8>>) {
+        match self.dir {
+            ScanDirection::Forward => self.lower = from,
+            ScanDirection::Backward => self.upper = from,
+        }
+        self.batch.clear();
+        self.done = false;
+        self.leaf = None;
+    }
+}
+
 impl Iterator for Cursor<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(kv) = self.batch.pop_front() {
+                self.first_of_batch = std::mem::take(&mut self.batch_fresh);
                 return Some(Ok(kv));
             }
             if self.done {

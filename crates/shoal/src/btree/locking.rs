@@ -32,10 +32,25 @@
 //! 1990; `TxnManager::commit_lsn`), every change on the leaf belongs to a transaction that
 //! has ended, so what was read is committed and the key lock (S short, taken and dropped at
 //! once) is skipped. Otherwise the read is redone under the lock. The table's IS lock is
-//! taken either way. Only single-key reads at READ COMMITTED use it: at RR and SER the lock
-//! must outlive the read, and at RU no lock is taken anyway.
+//! taken either way. Only reads at READ COMMITTED use it (single keys and scans, see
+//! "Scans"): at RR and SER the lock must outlive the read, and at RU no lock is taken.
 //!
-//! Known gap: the next key of an insert or delete at the end of a leaf is the first key of a
+//! ## Scans
+//! A locking cursor copies a leaf's entries optimistically, then locks each key before
+//! returning it (no latch held while it waits). What it copied is returned only if it is
+//! still true when the lock is held: the entry was not the first of its batch and its leaf
+//! still validates (so the copy is what the leaf holds now, no writer of the key was active
+//! when the lock was granted, and nothing has come back between it and the key returned
+//! before it). Otherwise the cursor reads again from just after the key it returned last and
+//! locks whatever comes first now. This is what makes a READ COMMITTED scan wait for a delete
+//! in progress and see the row again if the delete rolls back: the scan waits at the deleted
+//! key's next key (the delete's next-key lock), and after the wait the row is back in the
+//! gap it re-reads. At READ COMMITTED an entry of an unchanged leaf whose page LSN is below
+//! Commit_LSN needs no lock at all (as for a single key; the table's IS is taken).
+//!
+//! Known gaps: a backward scan at READ COMMITTED passes a delete's next-key lock before it
+//! reaches the gap, so it may skip a row whose delete is still in progress; the next key of
+//! an insert or delete at the end of a leaf is the first key of a
 //! leaf to the right, read optimistically while the leaf's X latch is held (latches are taken
 //! left to right, so this cannot deadlock); if that leaf is not in the pool, the read is I/O
 //! under the latch, an exception to DESIGN.md principle 6 that a "next key" fence cache or a
@@ -214,11 +229,17 @@ impl BTree {
             Bound::Excluded(k) => Bound::Included(k.to_vec()),
             Bound::Unbounded => Bound::Unbounded,
         };
+        let start = match dir {
+            ScanDirection::Forward => lower,
+            ScanDirection::Backward => upper,
+        };
         LockedCursor {
             tree: self,
             inner: self.scan(lower, upper, dir),
             txn,
             after_upper: Some(end_bound),
+            start: start.map(<[u8]>::to_vec),
+            last: None,
         }
     }
 
@@ -287,6 +308,10 @@ pub struct LockedCursor<'a, 't, 'm> {
     txn: &'t mut Transaction<'m>,
     /// Where the next key after the range starts (taken once the range is exhausted).
     after_upper: Option<Bound<Vec<u8>>>,
+    /// Where the scan began in its direction (the lower bound going forward).
+    start: Bound<Vec<u8>>,
+    /// The key returned last.
+    last: Option<Vec<u8>>,
 }
 
 impl LockedCursor<'_, '_, '_> {
@@ -315,32 +340,83 @@ impl LockedCursor<'_, '_, '_> {
     }
 }
 
-impl Iterator for LockedCursor<'_, '_, '_> {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+impl LockedCursor<'_, '_, '_> {
+    /// Where a re-read starts: just after the key returned last, or where the scan began.
+    fn resume_bound(&self) -> Bound<Vec<u8>> {
+        match &self.last {
+            Some(k) => Bound::Excluded(k.clone()),
+            None => self.start.clone(),
+        }
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    fn returned(&mut self, key: Vec<u8>, value: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
+        self.last = Some(key.clone());
+        (key, value)
+    }
+
+    /// Drops the short lock `name` if `short` (cursor stability).
+    fn unlock_short(&mut self, name: &LockName, short: bool) {
+        if short {
+            self.txn.release_short_lock(name);
+        }
+    }
+
+    /// The next pair, locked and read as the module doc's "Scans" says.
+    fn next_locked(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        // The lock taken on a key before the cursor was sent back to read again.
+        let mut held: Option<(LockName, Vec<u8>, bool)> = None;
         loop {
-            let (key, copied) = match self.inner.next() {
-                Some(Ok(kv)) => kv,
-                Some(Err(e)) => return Some(Err(e)),
-                None => {
-                    return match self.lock_after_range() {
-                        Ok(()) => None,
-                        Err(e) => Some(Err(e)),
-                    }
+            let Some((key, value)) = self.inner.next().transpose()? else {
+                if let Some((name, _, short)) = held.take() {
+                    self.unlock_short(&name, short);
                 }
+                self.lock_after_range()?;
+                return Ok(None);
             };
             let s = match self.tree.locking {
                 Some(s) if BTree::read_duration(self.txn).is_some() => s,
                 // No read locks (a bare tree, or READ UNCOMMITTED): what was copied will do.
-                _ => return Some(Ok((key, copied))),
+                _ => return Ok(Some(self.returned(key, value))),
             };
-            // Lock, then read the value again: what the cursor copied may be uncommitted.
-            match self.tree.read_locked(self.txn, &s, &key) {
-                Ok(Some(v)) => return Some(Ok((key, v))),
-                Ok(None) => continue, // deleted (and committed) since the cursor saw it
-                Err(e) => return Some(Err(e)),
+            if let Some((name, locked, short)) = held.take() {
+                self.unlock_short(&name, short);
+                if locked == key {
+                    // Read after its lock was granted: committed, and the first key now.
+                    return Ok(Some(self.returned(key, value)));
+                }
+                // Another key comes first now (e.g. a delete rolled back while this
+                // transaction waited): lock that one.
             }
+            if self.txn.isolation() == IsolationLevel::ReadCommitted {
+                if let Some(lsn) = self.inner.unchanged_since_read() {
+                    // Commit_LSN, as for a single key: the leaf holds only committed data.
+                    self.txn
+                        .lock(&s.table(), mgl::IS, LockDuration::Long, Wait::Yes)?;
+                    if lsn < self.txn.manager().commit_lsn(lsn) {
+                        return Ok(Some(self.returned(key, value)));
+                    }
+                }
+            }
+            let name = s.key(&key);
+            let short = self.tree.lock_for_read(self.txn, &name)?;
+            if self.inner.unchanged_since_read().is_some() {
+                // The leaf has not changed since the copy: no writer of the key was active
+                // when the lock was granted, so the copy is committed, and nothing has come
+                // back between the key and the one returned before it.
+                self.unlock_short(&name, short);
+                return Ok(Some(self.returned(key, value)));
+            }
+            held = Some((name, key, short));
+            let from = self.resume_bound();
+            self.inner.resume_at(from);
         }
+    }
+}
+
+impl Iterator for LockedCursor<'_, '_, '_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_locked().transpose()
     }
 }
