@@ -52,11 +52,6 @@ pub struct WorkloadArgs {
           value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub warehouses: u32,
 
-    /// tpcc: load the small test population (1,000 items, 60 customers and orders per
-    /// district) instead of the spec's; for tests.
-    #[arg(long, hide = true)]
-    pub tpcc_tiny: bool,
-
     /// Keep each engine's database in DIR/<engine>/ after the run (for `shoal verify
     /// DIR/shoal` and `shoal inspect`); replaces an earlier run's [default: temporary
     /// directories, removed afterwards].
@@ -96,11 +91,7 @@ impl WorkloadArgs {
             options,
             scale: self.scale,
             warehouses: self.warehouses,
-            tpcc_scale: if self.tpcc_tiny {
-                TpccScale::tiny()
-            } else {
-                TpccScale::full()
-            },
+            tpcc_scale: TpccScale::full(),
             variants: self.variant.clone(),
             run,
         };

@@ -189,8 +189,8 @@ pub const DEFAULT_REPORT_DIR: &str = "shoal-report";
 /// The default suite: every workload on Shoal and SQLite at 1 and 2 threads, short points,
 /// small data, `lazy` durability (CPU-bound comparisons), plus `tpcb` with `full`
 /// durability at 1 to 8 threads (group commit); `tpcc` runs its `standard` mix on 1
-/// warehouse at the spec's cardinalities. About three minutes on 2 cores (the TPC-C load
-/// is most of `tpcc`'s share).
+/// warehouse at the spec's cardinalities. About 65 s in a release build on 2 cores (the
+/// TPC-C loads, about 4 s on Shoal and 2 s on SQLite, are most of `tpcc`'s share).
 pub fn default_suite(progress: bool) -> Vec<WorkloadRun> {
     let run = RunConfig {
         threads: vec![1, 2],
