@@ -4,16 +4,14 @@
 //!
 //! Delivery at READ COMMITTED: the oldest NEW-ORDER row of a district is found by a
 //! one-row scan and deleted (X lock). If another Delivery deleted it first, the delete finds
-//! nothing and the scan is repeated. A scan may also have stepped over a row whose delete
-//! by another Delivery was still uncommitted; if that Delivery then rolls back, the row
-//! reappears below the one taken. So after its delete (which waited for that other
-//! transaction, whose delete held an X lock on the next key) the transaction checks that no
-//! older NEW-ORDER row of the district exists, and if one does it rolls back and is counted
-//! as an abort with cause `delivery-race` (its work is redone by a later Delivery).
-//! Stepping over an uncommitted delete is a READ COMMITTED violation of the engine's scans
-//! (the ignored test `read_committed_scan_does_not_skip_a_row_whose_delete_rolls_back` in
-//! `crates/shoal/tests/database.rs`); the check keeps the data consistent until it is
-//! fixed, and stays correct after.
+//! nothing and the scan is repeated. While another Delivery's delete of the oldest row is
+//! uncommitted, the scan waits at the next row (that delete's next-key lock) and, if the
+//! delete rolls back, returns the restored row (the engine's locking scan reads again after
+//! a wait; test `read_committed_scan_does_not_skip_a_row_whose_delete_rolls_back` in
+//! `crates/shoal/tests/database.rs`). As a guard, after its delete the transaction checks
+//! that no older NEW-ORDER row of the district exists; if one did, it would roll back and be
+//! counted as an abort with cause `delivery-race` — a report showing that cause points at
+//! an engine bug, not at the driver.
 
 use super::input::{
     bc_data, Customer, DeliveryIn, NewOrderIn, OrderStatusIn, PaymentIn, StockLevelIn,
