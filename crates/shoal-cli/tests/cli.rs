@@ -15,6 +15,25 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The JSON lines of a successful workload run of `bench` on Shoal then SQLite at two
+/// thread counts, each checked for its engine, a passing consistency check and some work.
+fn workload_lines(o: &Output, bench: &str) -> Vec<serde_json::Value> {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    for (l, engine) in lines.iter().zip(["shoal", "shoal", "sqlite", "sqlite"]) {
+        assert_eq!(l["bench"], bench);
+        assert_eq!(l["engine"], engine);
+        assert_eq!(l["consistency"], "pass");
+        assert!(l["ops"].as_u64().unwrap() > 0);
+    }
+    lines
+}
+
 #[test]
 fn bench_help_lists_the_benchmarks_and_workloads() {
     let o = shoal(&["bench", "--help"]);
@@ -48,19 +67,7 @@ fn tpcb_runs_on_both_engines_and_leaves_a_verifiable_database() {
         "--db-dir",
         db_dir.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let lines: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(lines.len(), 4, "{stdout}");
-    for (l, engine) in lines.iter().zip(["shoal", "shoal", "sqlite", "sqlite"]) {
-        assert_eq!(l["bench"], "tpcb");
-        assert_eq!(l["engine"], engine);
-        assert_eq!(l["consistency"], "pass");
-        assert!(l["ops"].as_u64().unwrap() > 0);
-    }
+    let lines = workload_lines(&o, "tpcb");
     assert!(lines[0]["buffer_hit_ratio"].as_f64().is_some());
     assert!(db_dir.join("sqlite/bench.sqlite").exists());
     let o = shoal(&["verify", db_dir.join("shoal").to_str().unwrap()]);
@@ -89,19 +96,8 @@ fn tpcc_runs_briefly_on_both_engines() {
         "0",
         "--json",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let lines: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(lines.len(), 4, "{stdout}");
-    for (l, engine) in lines.iter().zip(["shoal", "shoal", "sqlite", "sqlite"]) {
-        assert_eq!(l["bench"], "tpcc");
+    for l in workload_lines(&o, "tpcc") {
         assert_eq!(l["variant"], "standard");
-        assert_eq!(l["engine"], engine);
-        assert_eq!(l["consistency"], "pass");
-        assert!(l["ops"].as_u64().unwrap() > 0);
         assert!(l["mix_payment"].as_f64().unwrap() > 0.0, "{l}");
     }
     let o = shoal(&["bench", "tpcc", "--warehouses", "0"]);

@@ -483,6 +483,46 @@ fn reads_with_row_views() {
     db.close().unwrap();
 }
 
+/// Runs `scan` in a READ COMMITTED transaction on a table of `rows` accounts while another
+/// transaction has deleted account `deleted` and not committed; that transaction rolls back
+/// 100 ms later (once the scan waits for it). Returns the ids `scan` read.
+fn scan_during_a_delete_that_rolls_back(
+    rows: i64,
+    deleted: i64,
+    scan: impl Fn(&shoal::table::Table, &mut shoal::txn::Transaction<'_>) -> Vec<shoal::table::Row>
+        + Send
+        + Sync,
+) -> Vec<i64> {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path(), &options()).unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let t = db.create_table(&mut tx, account_def()).unwrap();
+    for id in 0..rows {
+        t.insert(&mut tx, &account(id)).unwrap();
+    }
+    tx.commit().unwrap();
+    let ids = std::thread::scope(|s| {
+        let mut t1 = db.begin(IsolationLevel::ReadCommitted);
+        assert!(t
+            .delete(&mut t1, &[Value::Int8(deleted)])
+            .unwrap()
+            .is_some());
+        let reader = s.spawn(|| {
+            let mut t2 = db.begin(IsolationLevel::ReadCommitted);
+            let read = scan(&t, &mut t2);
+            t2.commit().unwrap();
+            read.iter()
+                .map(|r| r.get::<i64>("id").unwrap())
+                .collect::<Vec<_>>()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        t1.abort().unwrap();
+        reader.join().unwrap()
+    });
+    db.close().unwrap();
+    ids
+}
+
 /// Found by the TPC-C driver (Delivery): a READ COMMITTED scan must not skip a row whose
 /// delete is not committed. T1 deletes key 0 and waits; T2's `scan_first(.., 1)` steps over
 /// the deleted key to key 1 and waits for T1's next-key X lock on it; T1 rolls back, so key
@@ -491,79 +531,37 @@ fn reads_with_row_views() {
 #[test]
 fn read_committed_scan_does_not_skip_a_row_whose_delete_rolls_back() {
     use shoal::btree::ScanDirection;
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(dir.path(), &options()).unwrap();
-    let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    let t = db.create_table(&mut tx, account_def()).unwrap();
-    for id in 0..5 {
-        t.insert(&mut tx, &account(id)).unwrap();
-    }
-    tx.commit().unwrap();
-    let first = std::thread::scope(|s| {
-        let mut t1 = db.begin(IsolationLevel::ReadCommitted);
-        assert!(t.delete(&mut t1, &[Value::Int8(0)]).unwrap().is_some());
-        let reader = s.spawn(|| {
-            let mut t2 = db.begin(IsolationLevel::ReadCommitted);
-            let rows = t
-                .scan_first(
-                    &mut t2,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    ScanDirection::Forward,
-                    1,
-                )
-                .unwrap();
-            t2.commit().unwrap();
-            rows[0].get::<i64>("id").unwrap()
-        });
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        t1.abort().unwrap();
-        reader.join().unwrap()
+    let first = scan_during_a_delete_that_rolls_back(5, 0, |t, tx| {
+        t.scan_first(
+            tx,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            1,
+        )
+        .unwrap()
     });
     assert_eq!(
-        first, 0,
+        first,
+        [0],
         "the scan returned a row after one that was never deleted"
     );
-    db.close().unwrap();
 }
 
 /// As above with the deleted row in the middle of a leaf the scan has already started on:
 /// the scan waits at the next key (the deleter's next-key lock), finds its leaf changed,
 /// reads again after the last key it returned and returns the row the rollback restored.
-/// Committed inserts and deletes made meanwhile still count exactly once.
 #[test]
 fn read_committed_scan_returns_a_mid_leaf_row_whose_delete_rolls_back() {
     use shoal::btree::ScanDirection;
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(dir.path(), &options()).unwrap();
-    let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    let t = db.create_table(&mut tx, account_def()).unwrap();
-    for id in 0..50 {
-        t.insert(&mut tx, &account(id)).unwrap();
-    }
-    tx.commit().unwrap();
-    let ids = std::thread::scope(|s| {
-        let mut t1 = db.begin(IsolationLevel::ReadCommitted);
-        assert!(t.delete(&mut t1, &[Value::Int8(20)]).unwrap().is_some());
-        let reader = s.spawn(|| {
-            let mut t2 = db.begin(IsolationLevel::ReadCommitted);
-            let rows = t
-                .scan(
-                    &mut t2,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    ScanDirection::Forward,
-                )
-                .unwrap();
-            t2.commit().unwrap();
-            rows.iter()
-                .map(|r| r.get::<i64>("id").unwrap())
-                .collect::<Vec<_>>()
-        });
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        t1.abort().unwrap();
-        reader.join().unwrap()
+    let ids = scan_during_a_delete_that_rolls_back(50, 20, |t, tx| {
+        t.scan(
+            tx,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+        )
+        .unwrap()
     });
     assert_eq!(ids, (0..50).collect::<Vec<i64>>());
-    db.close().unwrap();
 }

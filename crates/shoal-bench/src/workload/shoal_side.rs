@@ -103,29 +103,12 @@ impl ShoalDb {
     /// `shoal stats` (`buffer.hits`, `log.syncs`, `lock.waits`, ...); the runner reports
     /// their growth during a point.
     pub fn counters(&self) -> BTreeMap<String, u64> {
-        let s = self.db().stats();
-        let (b, l, k) = (&s.buffer, &s.log, &s.locks);
-        [
-            ("buffer.hits", b.hits),
-            ("buffer.misses", b.misses),
-            ("buffer.evictions", b.evictions),
-            ("buffer.dirty_writes", b.dirty_writes),
-            ("buffer.optimistic_restarts", b.optimistic_restarts),
-            ("buffer.latch_waits", b.latch_waits),
-            ("buffer.latch_wait_us", b.latch_wait_us),
-            ("log.appends", l.appends),
-            ("log.bytes_appended", l.bytes_appended),
-            ("log.flushes", l.flushes),
-            ("log.syncs", l.syncs),
-            ("lock.waits", k.waits),
-            ("lock.wait_us", k.wait_us),
-            ("lock.deadlocks", k.deadlocks),
-            ("lock.timeouts", k.timeouts),
-            ("lock.escalations", k.escalations),
-        ]
-        .into_iter()
-        .map(|(n, v)| (n.to_string(), v))
-        .collect()
+        self.db()
+            .stats()
+            .named_counters()
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect()
     }
 
     /// The pages whose latches were waited for most since the database was opened (at most

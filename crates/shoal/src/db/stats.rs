@@ -26,12 +26,11 @@ pub struct DatabaseStats {
 }
 
 impl DatabaseStats {
-    /// The counters as `name value` lines (units in the names), the hottest pages and lock
-    /// names last.
-    pub fn to_text(&self) -> String {
+    /// Every counter with its name (`buffer.hits`, `log.syncs`, `lock.waits`, ...; units in
+    /// the names), in a fixed order: what `shoal stats` prints and benchmarks diff.
+    pub fn named_counters(&self) -> [(&'static str, u64); 18] {
         let (b, l, k) = (&self.buffer, &self.log, &self.locks);
-        let mut s = String::new();
-        let rows: [(&str, u64); 18] = [
+        [
             ("buffer.hits", b.hits),
             ("buffer.misses", b.misses),
             ("buffer.evictions", b.evictions),
@@ -50,7 +49,15 @@ impl DatabaseStats {
             ("lock.timeouts", k.timeouts),
             ("lock.escalations", k.escalations),
             ("lock.escalations_refused", k.escalations_refused),
-        ];
+        ]
+    }
+
+    /// The counters as `name value` lines (units in the names), the hottest pages and lock
+    /// names last.
+    pub fn to_text(&self) -> String {
+        let (b, k) = (&self.buffer, &self.locks);
+        let mut s = String::new();
+        let rows = self.named_counters();
         for (name, v) in rows {
             let _ = writeln!(s, "{name} {v}");
         }
