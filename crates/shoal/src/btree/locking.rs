@@ -13,7 +13,7 @@
 //! | operation | locks |
 //! |---|---|
 //! | read a key (`get_in`) | RU none; RC S short, released after the read; RR and SER S long — taken on the key whether or not it exists, so an insert of an absent key read at SER waits |
-//! | range read (`scan_in`) | as a read for every key returned; at SER also S long on the next key after the range (or the end) |
+//! | range read (`scan_in`) | as a read for every key returned; at the range's end S on the next key after the range (or the end of the tree): long at SER, short below |
 //! | insert of a new key | X long on the key; IX *instant* on the next key (waits while a SER reader holds S on it, i.e. while the gap is read) |
 //! | update, upsert of a present key | X long on the key |
 //! | delete | X long on the key and on its next key (a SER reader of the gap then waits for the deleter's end, so a rollback cannot make a row reappear in a range already read) |
@@ -45,8 +45,12 @@
 //! locks whatever comes first now. This is what makes a READ COMMITTED scan wait for a delete
 //! in progress and see the row again if the delete rolls back: the scan waits at the deleted
 //! key's next key (the delete's next-key lock), and after the wait the row is back in the
-//! gap it re-reads. At READ COMMITTED an entry of an unchanged leaf whose page LSN is below
-//! Commit_LSN needs no lock at all (as for a single key; the table's IS is taken).
+//! gap it re-reads. The same holds at the range's end: the scan locks the next key after the
+//! range (where a delete of the range's last key holds its next-key lock) and reads once
+//! more after the key it returned last. At READ COMMITTED an entry of an unchanged leaf whose
+//! page LSN is below Commit_LSN needs no lock at all (as for a single key; the table's IS is
+//! taken); the leaf is validated again after the bound is taken. A scan that fails (a lock
+//! timeout, a deadlock) yields the error once and ends.
 //!
 //! Known gaps: a backward scan at READ COMMITTED passes a delete's next-key lock before it
 //! reaches the gap, so it may skip a row whose delete is still in progress; the next key of
@@ -159,7 +163,16 @@ impl BTree {
     /// Locks `name` for reading at `txn`'s level; returns whether a short lock was taken
     /// (to release after the read).
     fn lock_for_read(&self, txn: &mut Transaction<'_>, name: &LockName) -> Result<bool> {
-        let (Some(s), Some(d)) = (&self.locking, Self::read_duration(txn)) else {
+        match Self::read_duration(txn) {
+            Some(d) => self.lock_s(txn, name, d),
+            None => Ok(false),
+        }
+    }
+
+    /// S on `name` for `d` (with IS on the table), unless held; returns whether a short lock
+    /// was taken. Nothing on a tree without locking.
+    fn lock_s(&self, txn: &mut Transaction<'_>, name: &LockName, d: LockDuration) -> Result<bool> {
+        let Some(s) = &self.locking else {
             return Ok(false);
         };
         if txn.holds(name, mgl::S, d) {
@@ -198,9 +211,21 @@ impl BTree {
             // committed data, so the key needs no lock (module doc, "Reads without key
             // locks"). The table's IS is still taken: it keeps a DROP TABLE out.
             txn.lock(&s.table(), mgl::IS, LockDuration::Long, Wait::Yes)?;
+            // The bound is taken before the read: one taken after could count as ended a
+            // writer whose uncommitted change the read saw and that rolled back since.
+            let bound = txn.manager().commit_lsn_cached();
             let (v, lsn) = self.get_with_lsn(key)?;
-            if lsn < txn.manager().commit_lsn(lsn) {
+            if lsn < bound {
                 return Ok(v);
+            }
+            // Not below the cached bound: advance it (rate-limited); if the page is below
+            // the new bound, read again — after the bound, as the rule asks.
+            let bound = txn.manager().commit_lsn(lsn);
+            if lsn < bound {
+                let (v, lsn) = self.get_with_lsn(key)?;
+                if lsn < bound {
+                    return Ok(v);
+                }
             }
         }
         let short = self.lock_for_read(txn, &name)?;
@@ -240,6 +265,7 @@ impl BTree {
             after_upper: Some(end_bound),
             start: start.map(<[u8]>::to_vec),
             last: None,
+            failed: false,
         }
     }
 
@@ -312,30 +338,38 @@ pub struct LockedCursor<'a, 't, 'm> {
     start: Bound<Vec<u8>>,
     /// The key returned last.
     last: Option<Vec<u8>>,
+    /// Set after an error: the cursor then ends, as [`Cursor`] does.
+    failed: bool,
 }
 
 impl LockedCursor<'_, '_, '_> {
-    /// At SERIALIZABLE, S long on the next key after the range (or the end).
-    fn lock_after_range(&mut self) -> Result<()> {
-        let Some(from) = self.after_upper.take() else {
-            return Ok(());
+    /// At the end of the range: S on the key after the range, or on the end of the tree —
+    /// long at SERIALIZABLE (no phantom can enter the range until the transaction ends),
+    /// short otherwise. A delete in progress of the range's last key holds X on that name
+    /// (its next-key lock), so the scan waits for it here. Returns the lock and whether it
+    /// is short; `None` if the scan reads without locks.
+    fn lock_end_of_range(&mut self) -> Result<Option<(LockName, bool)>> {
+        let (Some(s), Some(_)) = (self.tree.locking, BTree::read_duration(self.txn)) else {
+            return Ok(None);
         };
-        let Some(s) = self.tree.locking else {
-            return Ok(());
+        let Some(from) = self.after_upper.clone() else {
+            return Ok(None);
         };
-        if self.txn.isolation() != IsolationLevel::Serializable {
-            return Ok(());
-        }
+        let d = if self.txn.isolation() == IsolationLevel::Serializable {
+            LockDuration::Long
+        } else {
+            LockDuration::Short
+        };
         loop {
             let next = self.tree.next_key(&from)?;
             let name = s.next_key(next.as_deref());
-            self.tree.lock_for_read(self.txn, &name)?;
-            // A key inserted into the gap before the lock was granted would be the next
-            // key now: lock until the next key is one this transaction holds.
-            let again = self.tree.next_key(&from)?;
-            if again == next {
-                return Ok(());
+            let short = self.tree.lock_s(self.txn, &name, d)?;
+            // A key inserted after the range before the lock was granted would be the next
+            // key now: lock until the next key is the one locked.
+            if self.tree.next_key(&from)? == next {
+                return Ok(Some((name, short)));
             }
+            self.unlock_short(&name, short);
         }
     }
 }
@@ -365,13 +399,31 @@ impl LockedCursor<'_, '_, '_> {
     fn next_locked(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         // The lock taken on a key before the cursor was sent back to read again.
         let mut held: Option<(LockName, Vec<u8>, bool)> = None;
+        // The end-of-range lock taken before the cursor was sent back to read again.
+        let mut end: Option<(LockName, bool)> = None;
+        let mut end_checked = false;
         loop {
-            let Some((key, value)) = self.inner.next().transpose()? else {
+            let got = self.inner.next().transpose();
+            if let Some((name, short)) = end.take() {
+                self.unlock_short(&name, short);
+            }
+            let Some((key, value)) = got? else {
                 if let Some((name, _, short)) = held.take() {
                     self.unlock_short(&name, short);
                 }
-                self.lock_after_range()?;
-                return Ok(None);
+                if end_checked {
+                    return Ok(None);
+                }
+                // Rows whose deletes rolled back while this transaction waited for the end
+                // lock are in the range again: read once more after the key returned last.
+                end = self.lock_end_of_range()?;
+                if end.is_none() {
+                    return Ok(None);
+                }
+                end_checked = true;
+                let from = self.resume_bound();
+                self.inner.resume_at(from);
+                continue;
             };
             let s = match self.tree.locking {
                 Some(s) if BTree::read_duration(self.txn).is_some() => s,
@@ -390,9 +442,13 @@ impl LockedCursor<'_, '_, '_> {
             if self.txn.isolation() == IsolationLevel::ReadCommitted {
                 if let Some(lsn) = self.inner.unchanged_since_read() {
                     // Commit_LSN, as for a single key: the leaf holds only committed data.
+                    // The leaf is validated again after the bound is taken, so that it was
+                    // unchanged from the copy until then (module doc of `commit_lsn`).
                     self.txn
                         .lock(&s.table(), mgl::IS, LockDuration::Long, Wait::Yes)?;
-                    if lsn < self.txn.manager().commit_lsn(lsn) {
+                    if lsn < self.txn.manager().commit_lsn(lsn)
+                        && self.inner.unchanged_since_read().is_some()
+                    {
                         return Ok(Some(self.returned(key, value)));
                     }
                 }
@@ -416,7 +472,13 @@ impl LockedCursor<'_, '_, '_> {
 impl Iterator for LockedCursor<'_, '_, '_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
+    /// Yields an error (e.g. [`crate::Error::LockTimeout`]) once, and then ends.
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_locked().transpose()
+        if self.failed {
+            return None;
+        }
+        let r = self.next_locked();
+        self.failed = r.is_err();
+        r.transpose()
     }
 }

@@ -20,7 +20,9 @@
 //!   committed or undone.
 //!
 //! So the cache only ever grows (`fetch_max` of valid bounds), and a stale value only costs
-//! locks. It is recomputed when a reader finds a page LSN at or above it, at most once per
+//! locks. A reader must take the bound *before* the read it applies it to (or validate the
+//! page again after taking it): a bound taken after the read may already count as ended a
+//! transaction whose uncommitted change the read saw and whose rollback came after it. It is recomputed when a reader finds a page LSN at or above it, at most once per
 //! [`REFRESH_INTERVAL_NS`] (a scan locks each of the table's shards once).
 
 use super::table::TxnTable;
@@ -54,9 +56,7 @@ impl CommitLsn {
     /// A valid Commit_LSN, recomputed first if `page_lsn` is not below the cached one and no
     /// recomputation ran in the last [`REFRESH_INTERVAL_NS`].
     pub(crate) fn bound(&self, page_lsn: Lsn, log: &LogManager, table: &TxnTable) -> Lsn {
-        // Relaxed: the value is a number compared with a page LSN; no data is published
-        // through it, and every value it ever holds is a valid bound (module doc).
-        let cached = self.value.load(Relaxed);
+        let cached = self.cached().0;
         if page_lsn.0 < cached {
             return Lsn(cached);
         }
@@ -74,6 +74,16 @@ impl CommitLsn {
         // shard unlocks): the module doc's second case.
         let end = log.end_lsn();
         let x = end.min(table.oldest_first_lsn());
-        Lsn(self.value.fetch_max(x.0, Relaxed).max(x.0))
+        // AcqRel: see `cached`.
+        Lsn(self.value.fetch_max(x.0, AcqRel).max(x.0))
+    }
+
+    /// The cached bound, without recomputing it. Acquire, paired with the AcqRel of the
+    /// `fetch_max` that stored it: whatever the computing thread saw — the End of every
+    /// transaction it did not find, and so the page changes of their rollbacks — happens
+    /// before what the reader does next, so a reader that takes the bound *before* it
+    /// reads (or validates) a page sees those rollbacks on the page.
+    pub(crate) fn cached(&self) -> Lsn {
+        Lsn(self.value.load(Acquire))
     }
 }

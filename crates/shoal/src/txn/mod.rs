@@ -157,6 +157,13 @@ impl TxnManager {
         self.commit_lsn.bound(page_lsn, &self.log, &self.table)
     }
 
+    /// The cached Commit_LSN, not recomputed: take it *before* the read it is applied to
+    /// (`commit_lsn` module doc), and call [`TxnManager::commit_lsn`] after a page at or
+    /// above it to advance it for later reads.
+    pub fn commit_lsn_cached(&self) -> Lsn {
+        self.commit_lsn.cached()
+    }
+
     /// The log.
     pub fn log(&self) -> &Arc<LogManager> {
         &self.log
