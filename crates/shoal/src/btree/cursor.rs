@@ -45,6 +45,8 @@ pub struct Cursor<'t> {
     first_of_batch: bool,
     /// Whether the next entry returned is the first of its batch.
     batch_fresh: bool,
+    /// Return only the first entry of the range (copy no more of a leaf than that).
+    first_only: bool,
 }
 
 fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -95,7 +97,20 @@ impl BTree {
             leaf: None,
             first_of_batch: false,
             batch_fresh: false,
+            first_only: false,
         }
+    }
+
+    /// The first key of the range `lower..` in key order, copying no more than that entry
+    /// (a next-key lookup); `None` if the range is empty.
+    ///
+    /// # Errors
+    /// As the cursor's: [`crate::Error::InvalidArgument`] for a bound over the key limit,
+    /// corruption and buffer-pool errors.
+    pub(crate) fn first_key(&self, lower: Bound<&[u8]>) -> Result<Option<Vec<u8>>> {
+        let mut c = self.scan(lower, Bound::Unbounded, ScanDirection::Forward);
+        c.first_only = true;
+        c.next().transpose().map(|kv| kv.map(|(k, _)| k))
     }
 
     /// A cursor over every key in ascending order.
@@ -156,6 +171,10 @@ impl Cursor<'_> {
         } else {
             self.batch.extend(entries.into_iter().rev());
         }
+        if self.first_only && !self.batch.is_empty() {
+            self.done = true;
+            return Ok(());
+        }
         match leaf.next {
             Some(fence) if forward && below_upper(&self.upper, &fence) => {
                 self.lower = Bound::Included(fence);
@@ -201,6 +220,9 @@ impl Cursor<'_> {
         };
         let mut entries = Vec::with_capacity(to.saturating_sub(from));
         for i in from..to {
+            if self.first_only && !entries.is_empty() {
+                break;
+            }
             let key = n.key(i)?;
             // Forward scans stop copying at the upper bound (and backward ones are bounded
             // by `to`), so a short range does not copy a whole leaf.

@@ -277,10 +277,7 @@ impl BTree {
             Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
             Bound::Unbounded => return Ok(None),
         };
-        self.scan(lower, Bound::Unbounded, ScanDirection::Forward)
-            .next()
-            .transpose()
-            .map(|kv| kv.map(|(k, _)| k))
+        self.first_key(lower)
     }
 
     /// The next-key lock of an insert (IX instant) or a delete (X long), asked under the
