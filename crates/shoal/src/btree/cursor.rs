@@ -47,6 +47,12 @@ pub struct Cursor<'t> {
     batch_fresh: bool,
     /// Return only the first entry of the range (copy no more of a leaf than that).
     first_only: bool,
+    /// The next batch is read by a seek from the root to the scan's position (at the start
+    /// or after [`Cursor::resume_at`]), not by moving on from a leaf's fence.
+    seeking: bool,
+    /// The current batch came from a seek: the gap between the scan's position and its first
+    /// entry lies inside its leaf.
+    batch_from_seek: bool,
 }
 
 fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -98,6 +104,8 @@ impl BTree {
             first_of_batch: false,
             batch_fresh: false,
             first_only: false,
+            seeking: true,
+            batch_from_seek: false,
         }
     }
 
@@ -155,6 +163,7 @@ impl Cursor<'_> {
         };
         self.leaf = Some((page, lsn));
         self.batch_fresh = true;
+        self.batch_from_seek = std::mem::take(&mut self.seeking);
         let in_range = |k: &[u8]| above_lower(&self.lower, k) && below_upper(&self.upper, k);
         let mut entries = leaf.entries;
         entries.retain(|(k, _)| in_range(k));
@@ -241,13 +250,20 @@ impl Cursor<'_> {
 }
 
 impl Cursor<'_> {
-    /// Whether the entry returned last came from a batch read earlier than this call and is
-    /// still exactly what its leaf holds, with nothing new between it and the entry returned
-    /// before it: it was not the first of its batch and the leaf has not changed since the
-    /// batch was copied. `Some(page LSN)` of that leaf if so.
+    /// Whether the entry returned last is still exactly what its leaf holds, with nothing
+    /// new between it and the scan's previous position (the entry returned before it, or
+    /// where the scan started or resumed): that gap lies inside the entry's leaf — the entry
+    /// is not the first of its batch, or its batch came from a seek to that position — and
+    /// the leaf has not changed since the batch was copied. `Some(page LSN)` of that leaf if
+    /// so. (The first entry of a batch reached through a fence has the previous leaf's tail
+    /// in its gap: `None`.)
     pub(crate) fn unchanged_since_read(&self) -> Option<Lsn> {
         match &self.leaf {
-            Some((page, lsn)) if !self.first_of_batch && page.validate().is_ok() => Some(*lsn),
+            Some((page, lsn))
+                if (!self.first_of_batch || self.batch_from_seek) && page.validate().is_ok() =>
+            {
+                Some(*lsn)
+            }
             _ => None,
         }
     }
@@ -263,6 +279,7 @@ impl Cursor<'_> {
         self.batch.clear();
         self.done = false;
         self.leaf = None;
+        self.seeking = true;
     }
 }
 

@@ -38,10 +38,11 @@
 //! ## Scans
 //! A locking cursor copies a leaf's entries optimistically, then locks each key before
 //! returning it (no latch held while it waits). What it copied is returned only if it is
-//! still true when the lock is held: the entry was not the first of its batch and its leaf
-//! still validates (so the copy is what the leaf holds now, no writer of the key was active
-//! when the lock was granted, and nothing has come back between it and the key returned
-//! before it). Otherwise the cursor reads again from just after the key it returned last and
+//! still true when the lock is held: the gap between the entry and the scan's previous
+//! position lies in the entry's leaf (the entry is not the first of its batch, or the batch
+//! came from a seek to that position) and the leaf still validates (so the copy is what the
+//! leaf holds now, no writer of the key was active when the lock was granted, and nothing
+//! has come back in the gap). Otherwise the cursor reads again from just after the key it returned last and
 //! locks whatever comes first now. This is what makes a READ COMMITTED scan wait for a delete
 //! in progress and see the row again if the delete rolls back: the scan waits at the deleted
 //! key's next key (the delete's next-key lock), and after the wait the row is back in the
