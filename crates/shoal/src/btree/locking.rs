@@ -399,6 +399,24 @@ impl LockedCursor<'_, '_, '_> {
         let mut held: Option<(LockName, Vec<u8>, bool)> = None;
         // The end-of-range lock taken before the cursor was sent back to read again.
         let mut end: Option<(LockName, bool)> = None;
+        let r = self.next_locked_with(&mut held, &mut end);
+        if r.is_err() {
+            // A short lock taken for a read that failed is not kept to the statement's end.
+            if let Some((name, _, short)) = held {
+                self.unlock_short(&name, short);
+            }
+            if let Some((name, short)) = end {
+                self.unlock_short(&name, short);
+            }
+        }
+        r
+    }
+
+    fn next_locked_with(
+        &mut self,
+        held: &mut Option<(LockName, Vec<u8>, bool)>,
+        end: &mut Option<(LockName, bool)>,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let mut end_checked = false;
         loop {
             let got = self.inner.next().transpose();
@@ -414,7 +432,7 @@ impl LockedCursor<'_, '_, '_> {
                 }
                 // Rows whose deletes rolled back while this transaction waited for the end
                 // lock are in the range again: read once more after the key returned last.
-                end = self.lock_end_of_range()?;
+                *end = self.lock_end_of_range()?;
                 if end.is_none() {
                     return Ok(None);
                 }
@@ -460,7 +478,7 @@ impl LockedCursor<'_, '_, '_> {
                 self.unlock_short(&name, short);
                 return Ok(Some(self.returned(key, value)));
             }
-            held = Some((name, key, short));
+            *held = Some((name, key, short));
             let from = self.resume_bound();
             self.inner.resume_at(from);
         }
