@@ -336,18 +336,26 @@ fn indexes_follow_random_changes_and_rollbacks() {
     db.close().unwrap();
 }
 
+/// A database in `dir` with the account table holding accounts `0..rows`, committed.
+fn loaded(dir: &std::path::Path, rows: i64) -> (Database, shoal::table::Table) {
+    let db = Database::create(dir, &options()).unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let t = db.create_table(&mut tx, account_def()).unwrap();
+    for id in 0..rows {
+        t.insert(&mut tx, &account(id)).unwrap();
+    }
+    tx.commit().unwrap();
+    (db, t)
+}
+
 /// `update_with` (read-modify-write in one lock and one read), `get_for_update`,
 /// `scan_first` and `scan_index_first` (LIMIT, backward index scans).
 #[test]
 fn read_modify_write_and_limited_scans() {
     use shoal::btree::ScanDirection;
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(dir.path(), &options()).unwrap();
+    let (db, t) = loaded(dir.path(), 50);
     let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    let t = db.create_table(&mut tx, account_def()).unwrap();
-    for id in 0..50 {
-        t.insert(&mut tx, &account(id)).unwrap();
-    }
     let old = t
         .update_with(&mut tx, &[Value::Int8(7)], |r| {
             let b: i64 = r.get("balance")?;
@@ -435,12 +443,8 @@ fn read_modify_write_and_limited_scans() {
 fn reads_with_row_views() {
     use shoal::btree::ScanDirection;
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(dir.path(), &options()).unwrap();
+    let (db, t) = loaded(dir.path(), 20);
     let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    let t = db.create_table(&mut tx, account_def()).unwrap();
-    for id in 0..20 {
-        t.insert(&mut tx, &account(id)).unwrap();
-    }
     let balance = t
         .get_with(&mut tx, &[Value::Int8(7)], |v| v.value(3))
         .unwrap();
@@ -494,13 +498,7 @@ fn scan_during_a_delete_that_rolls_back(
         + Sync,
 ) -> Vec<i64> {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(dir.path(), &options()).unwrap();
-    let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    let t = db.create_table(&mut tx, account_def()).unwrap();
-    for id in 0..rows {
-        t.insert(&mut tx, &account(id)).unwrap();
-    }
-    tx.commit().unwrap();
+    let (db, t) = loaded(dir.path(), rows);
     let ids = std::thread::scope(|s| {
         let mut t1 = db.begin(IsolationLevel::ReadCommitted);
         assert!(t
@@ -576,13 +574,7 @@ fn read_committed_scans_see_every_row_while_deletes_roll_back() {
     use shoal::btree::ScanDirection;
     const ROWS: i64 = 400; // several leaves: scans cross leaf boundaries
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(dir.path(), &options()).unwrap();
-    let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    let t = db.create_table(&mut tx, account_def()).unwrap();
-    for id in 0..ROWS {
-        t.insert(&mut tx, &account(id)).unwrap();
-    }
-    tx.commit().unwrap();
+    let (db, t) = loaded(dir.path(), ROWS);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (scans, rollbacks) = std::thread::scope(|s| {
         let writers: Vec<_> = (0..2)
@@ -656,13 +648,7 @@ fn read_committed_reads_never_see_a_change_that_rolls_back() {
     use rand::Rng;
     const ROWS: i64 = 400;
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(dir.path(), &options()).unwrap();
-    let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    let t = db.create_table(&mut tx, account_def()).unwrap();
-    for id in 0..ROWS {
-        t.insert(&mut tx, &account(id)).unwrap();
-    }
-    tx.commit().unwrap();
+    let (db, t) = loaded(dir.path(), ROWS);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let reads = std::thread::scope(|s| {
         let writers: Vec<_> = (0..2)

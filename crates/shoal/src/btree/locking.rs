@@ -382,7 +382,14 @@ impl LockedCursor<'_, '_, '_> {
     }
 
     fn returned(&mut self, key: Vec<u8>, value: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
-        self.last = Some(key.clone());
+        // Reuses the buffer of the key returned before: no allocation per row.
+        match &mut self.last {
+            Some(last) => {
+                last.clear();
+                last.extend_from_slice(&key);
+            }
+            None => self.last = Some(key.clone()),
+        }
         (key, value)
     }
 

@@ -173,6 +173,23 @@ impl Table {
         n: usize,
         mut each: impl FnMut(&RowView<'_>) -> Result<()>,
     ) -> Result<usize> {
+        self.scan_stored(txn, lower, upper, dir, n, |bytes| {
+            each(&RowView::new(&self.def, bytes)?)
+        })
+    }
+
+    /// The stored bytes of the first `n` rows in `dir` order between `lower` and `upper`
+    /// (primary-key prefixes), each handed to `each`; returns how many were visited. What
+    /// [`Table::scan_first`] and [`Table::scan_first_with`] share.
+    fn scan_stored(
+        &self,
+        txn: &mut Transaction<'_>,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        dir: ScanDirection,
+        n: usize,
+        mut each: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<usize> {
         let cols = self.def.primary_key();
         let Some((lo, hi)) = key_range(&self.def, cols, lower, upper)? else {
             return Ok(0);
@@ -183,8 +200,7 @@ impl Table {
             .scan_in(txn, as_bound(&lo), as_bound(&hi), dir)
             .take(n)
         {
-            let (_, bytes) = kv?;
-            each(&RowView::new(&self.def, &bytes)?)?;
+            each(&kv?.1)?;
             visited += 1;
         }
         Ok(visited)
@@ -351,15 +367,12 @@ impl Table {
         dir: ScanDirection,
         n: usize,
     ) -> Result<Vec<Row>> {
-        let cols = self.def.primary_key();
-        let Some((lo, hi)) = key_range(&self.def, cols, lower, upper)? else {
-            return Ok(Vec::new());
-        };
-        self.primary
-            .scan_in(txn, as_bound(&lo), as_bound(&hi), dir)
-            .take(n)
-            .map(|kv| kv.and_then(|(_, bytes)| Row::decode(&self.def, &bytes)))
-            .collect()
+        let mut rows = Vec::new();
+        self.scan_stored(txn, lower, upper, dir, n, |bytes| {
+            rows.push(Row::decode(&self.def, bytes)?);
+            Ok(())
+        })?;
+        Ok(rows)
     }
 
     /// The rows whose values in the columns of index `index` begin with `prefix` (a prefix

@@ -49,6 +49,18 @@ fn s(x: String) -> V {
     V::Str(x)
 }
 
+/// STREET_1, STREET_2, CITY, STATE and ZIP of a warehouse, district or customer (clause
+/// 4.3.3.1).
+fn address(r: &mut impl Rng) -> [V; 5] {
+    [
+        s(gen::a_string(r, 10, 20)),
+        s(gen::a_string(r, 10, 20)),
+        s(gen::a_string(r, 10, 20)),
+        s(gen::a_string(r, 2, 2)),
+        s(gen::zip(r)),
+    ]
+}
+
 /// Writes the whole population to `sink`, committing every [`LOAD_TXN_ROWS`] rows and
 /// calling `progress` with the rows written since the last call.
 ///
@@ -88,17 +100,12 @@ pub fn load(
     }
     let mut h_id = 0i64;
     for w in 1..=warehouses as i32 {
-        let row = vec![
-            V::Int4(w),
-            s(gen::a_string(r, 6, 10)),
-            s(gen::a_string(r, 10, 20)),
-            s(gen::a_string(r, 10, 20)),
-            s(gen::a_string(r, 10, 20)),
-            s(gen::a_string(r, 2, 2)),
-            s(gen::zip(r)),
+        let mut row = vec![V::Int4(w), s(gen::a_string(r, 6, 10))];
+        row.extend(address(r));
+        row.extend([
             V::Int4(r.random_range(0..=2_000)),
             V::Int8(10 * i64::from(scale.customers) * INITIAL_PAYMENT),
-        ];
+        ]);
         put(sink, T::Warehouse, row)?;
         for i in 1..=scale.items as i32 {
             let mut row = Vec::with_capacity(17);
@@ -110,19 +117,13 @@ pub fn load(
             put(sink, T::Stock, row)?;
         }
         for d in 1..=10 {
-            let row = vec![
-                V::Int4(w),
-                V::Int4(d),
-                s(gen::a_string(r, 6, 10)),
-                s(gen::a_string(r, 10, 20)),
-                s(gen::a_string(r, 10, 20)),
-                s(gen::a_string(r, 10, 20)),
-                s(gen::a_string(r, 2, 2)),
-                s(gen::zip(r)),
+            let mut row = vec![V::Int4(w), V::Int4(d), s(gen::a_string(r, 6, 10))];
+            row.extend(address(r));
+            row.extend([
                 V::Int4(r.random_range(0..=2_000)),
                 V::Int8(i64::from(scale.customers) * INITIAL_PAYMENT),
                 V::Int4(scale.orders as i32 + 1),
-            ];
+            ]);
             put(sink, T::District, row)?;
             for c in 1..=scale.customers as i32 {
                 let credit = if r.random_range(0..10) == 0 {
@@ -130,18 +131,16 @@ pub fn load(
                 } else {
                     "GC"
                 };
-                let row = vec![
+                let mut row = vec![
                     V::Int4(w),
                     V::Int4(d),
                     V::Int4(c),
                     s(gen::a_string(r, 8, 16)),
                     s("OE".into()),
                     s(gen::load_last_name(r, k, c as u32)),
-                    s(gen::a_string(r, 10, 20)),
-                    s(gen::a_string(r, 10, 20)),
-                    s(gen::a_string(r, 10, 20)),
-                    s(gen::a_string(r, 2, 2)),
-                    s(gen::zip(r)),
+                ];
+                row.extend(address(r));
+                row.extend([
                     s(gen::n_string(r, 16, 16)),
                     V::Timestamp(now),
                     s(credit.into()),
@@ -152,7 +151,7 @@ pub fn load(
                     V::Int4(1),
                     V::Int4(0),
                     s(gen::a_string(r, 300, 500)),
-                ];
+                ]);
                 put(sink, T::Customer, row)?;
                 h_id += 1;
                 let row = vec![
