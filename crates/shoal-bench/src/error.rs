@@ -25,6 +25,19 @@ pub enum BenchError {
         source: rusqlite::Error,
     },
 
+    /// A peer engine (PostgreSQL, MariaDB, Berkeley DB, Derby) failed in a way that retrying
+    /// cannot cure: its server did not start, a statement failed, its harness exited with an
+    /// error. `what` names the step or statement.
+    #[error("{engine}: {what}: {message}")]
+    Peer {
+        /// The engine's name, e.g. `postgres`.
+        engine: &'static str,
+        /// The step or statement that failed.
+        what: String,
+        /// The driver's or server's message.
+        message: String,
+    },
+
     /// A file or directory of the harness (database directory, `--out` directory, report
     /// file) could not be created, read or written. `what` says what the harness was doing.
     #[error("{what} {}: {source}", path.display())]
@@ -86,6 +99,19 @@ impl BenchError {
         BenchError::Sqlite {
             what: what.into(),
             source,
+        }
+    }
+
+    /// Shorthand for [`BenchError::Peer`].
+    pub fn peer(
+        engine: &'static str,
+        what: impl Into<String>,
+        message: impl std::fmt::Display,
+    ) -> BenchError {
+        BenchError::Peer {
+            engine,
+            what: what.into(),
+            message: message.to_string(),
         }
     }
 

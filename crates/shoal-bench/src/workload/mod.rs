@@ -37,6 +37,7 @@
 
 pub mod dbdir;
 pub mod insert;
+pub mod peers;
 pub mod progress;
 pub mod select1;
 pub mod shoal_side;
@@ -56,25 +57,61 @@ pub enum EngineKind {
     Shoal,
     /// SQLite through `rusqlite` (the bundled SQLite library).
     Sqlite,
+    /// PostgreSQL: a private server started for the run, driven by the `postgres` crate.
+    Postgres,
+    /// MariaDB with InnoDB: a private `mariadbd` started for the run.
+    Mariadb,
+    /// Berkeley DB (`libdb` 5.3) through its C API: B-tree databases with transactions.
+    Bdb,
+    /// Apache Derby embedded in the JVM of the Java harness `peers/derby/`.
+    DerbyEmbedded,
+    /// Apache Derby's network server on 127.0.0.1, driven by the same Java harness.
+    DerbyNetwork,
 }
 
 impl EngineKind {
     /// Every engine, in report order.
-    pub const ALL: [EngineKind; 2] = [EngineKind::Shoal, EngineKind::Sqlite];
+    pub const ALL: [EngineKind; 7] = [
+        EngineKind::Shoal,
+        EngineKind::Sqlite,
+        EngineKind::Postgres,
+        EngineKind::Mariadb,
+        EngineKind::Bdb,
+        EngineKind::DerbyEmbedded,
+        EngineKind::DerbyNetwork,
+    ];
+
+    /// The engines of the default suite: the two that need nothing installed.
+    pub const EMBEDDED: [EngineKind; 2] = [EngineKind::Shoal, EngineKind::Sqlite];
 
     /// The engine's name on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Shoal => "shoal",
             EngineKind::Sqlite => "sqlite",
+            EngineKind::Postgres => "postgres",
+            EngineKind::Mariadb => "mariadb",
+            EngineKind::Bdb => "bdb",
+            EngineKind::DerbyEmbedded => "derby-embedded",
+            EngineKind::DerbyNetwork => "derby-network",
         }
     }
 
-    /// Parses a comma-separated list such as `shoal,sqlite` (no repeats).
+    /// Whether the engine is measured by a harness in another process (Derby's Java
+    /// harness, [`peers::external`]) rather than by this crate's runner.
+    pub fn is_external(self) -> bool {
+        matches!(self, EngineKind::DerbyEmbedded | EngineKind::DerbyNetwork)
+    }
+
+    /// Parses a comma-separated list such as `shoal,sqlite` (no repeats); `all` names every
+    /// engine.
     ///
     /// # Errors
     /// [`BenchError::InvalidArgument`] (`--engine`) naming an unknown or repeated engine.
     pub fn parse_list(s: &str) -> Result<Vec<EngineKind>> {
+        if s.trim() == "all" {
+            return Ok(EngineKind::ALL.to_vec());
+        }
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim) {
             let e = EngineKind::ALL
@@ -83,7 +120,10 @@ impl EngineKind {
                 .ok_or_else(|| {
                     BenchError::invalid(
                         "--engine",
-                        format!("`{part}` is not an engine; choose from shoal, sqlite"),
+                        format!(
+                            "`{part}` is not an engine; choose from {} or all",
+                            EngineKind::ALL.map(EngineKind::name).join(", ")
+                        ),
                     )
                 })?;
             if out.contains(&e) {

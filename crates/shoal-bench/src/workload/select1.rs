@@ -8,6 +8,7 @@
 //! the query one prepared statement in autocommit mode (one implicit transaction).
 //! Every answer is checked: the row must exist and hold its key.
 
+use super::peers::{self, PeerSetup, Select1Peer};
 use super::progress::LoadProgress;
 use super::shoal_side::{self, ShoalDb};
 use super::sqlite_side::SqliteDb;
@@ -56,10 +57,17 @@ pub enum Select1State {
         /// Rows loaded.
         rows: u64,
     },
+    /// An in-process peer ([`super::peers`]) with the table.
+    Peer {
+        /// The peer's connections.
+        db: Box<dyn Select1Peer>,
+        /// Rows loaded.
+        rows: u64,
+    },
 }
 
 /// The value of `b` for key `a` (deterministic, so a read could be checked byte for byte).
-fn b_value(a: u64) -> [u8; B_BYTES] {
+pub fn b_value(a: u64) -> [u8; B_BYTES] {
     let mut b = [0u8; B_BYTES];
     for (i, chunk) in b.chunks_mut(8).enumerate() {
         chunk.copy_from_slice(&(a ^ i as u64).to_le_bytes());
@@ -72,7 +80,8 @@ impl Select1 {
         ROWS_PER_SCALE * u64::from(self.scale.max(1))
     }
 
-    fn pool_bytes(&self) -> u64 {
+    /// The pool (page cache) size in bytes for this run.
+    pub fn pool_bytes(&self) -> u64 {
         self.opts.pool_bytes(self.rows() * ROW_BYTES_ESTIMATE)
     }
 
@@ -166,9 +175,22 @@ impl MicroBench for Select1 {
     }
 
     fn setup(&self, _variant: &str, run: &RunConfig) -> Result<Select1State> {
+        let workers = run.threads.iter().copied().max().unwrap_or(1);
         match self.opts.engine {
             EngineKind::Shoal => self.setup_shoal(),
-            EngineKind::Sqlite => self.setup_sqlite(run.threads.iter().copied().max().unwrap_or(1)),
+            EngineKind::Sqlite => self.setup_sqlite(workers),
+            _ => {
+                let setup = PeerSetup {
+                    opts: &self.opts,
+                    pool_bytes: self.pool_bytes(),
+                    workers,
+                };
+                let db = peers::engine_for(&self.opts)?.select1(&setup, self.rows())?;
+                Ok(Select1State::Peer {
+                    db,
+                    rows: self.rows(),
+                })
+            }
         }
     }
 
@@ -204,6 +226,13 @@ impl MicroBench for Select1 {
                     Err(e) => return Err(BenchError::sqlite("SELECT a FROM test", e)),
                 }
             }
+            Select1State::Peer { db, rows } => {
+                let key = ctx.rng.random_range(0..*rows) as i64;
+                match db.select(thread_idx, ctx, key)? {
+                    None => return Ok(()),
+                    Some(a) => (key, a),
+                }
+            }
         };
         match found {
             (k, Some(a)) if a == k => Ok(()),
@@ -216,7 +245,7 @@ impl MicroBench for Select1 {
     fn counters(state: &Select1State) -> BTreeMap<String, u64> {
         match state {
             Select1State::Shoal { db, .. } => db.counters(),
-            Select1State::Sqlite { .. } => BTreeMap::new(),
+            Select1State::Sqlite { .. } | Select1State::Peer { .. } => BTreeMap::new(),
         }
     }
 
@@ -258,6 +287,7 @@ impl MicroBench for Select1 {
                     .map_err(|e| BenchError::sqlite("counting test", e))?;
                 (n as u64, *rows)
             }
+            Select1State::Peer { db, rows } => (db.count()?, *rows),
         };
         let failures = if count == rows {
             vec![]

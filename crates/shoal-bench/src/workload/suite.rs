@@ -7,6 +7,8 @@
 //! once per variant and dropped before the next engine's, so only one is in memory.
 
 use super::insert::Insert;
+use super::peers;
+use super::peers::external::{run_derby, ExternalRun};
 use super::select1::Select1;
 use super::tpcb::Tpcb;
 use super::tpcc::{Tpcc, TpccScale, MAX_WAREHOUSES};
@@ -122,13 +124,26 @@ impl WorkloadRun {
         } else {
             self.variants.clone()
         };
+        let engines = self.available_engines();
         let mut out = Vec::new();
         for v in &variants {
-            for &engine in &self.engines {
+            for &engine in &engines {
                 let opts = WorkloadOptions {
                     engine,
                     ..self.options.clone()
                 };
+                if engine.is_external() {
+                    let run = ExternalRun {
+                        workload: self.workload.name(),
+                        variant: v,
+                        scale: self.scale,
+                        warehouses: self.warehouses,
+                        tpcc_scale: self.tpcc_scale,
+                        pool_bytes: self.pool_bytes(&opts),
+                    };
+                    out.extend(run_derby(engine, &run, &opts, &self.run, observer)?);
+                    continue;
+                }
                 let one = std::slice::from_ref(v);
                 out.extend(match self.workload {
                     Workload::Select1 => run_micro(
@@ -167,6 +182,51 @@ impl WorkloadRun {
     }
 }
 
+impl WorkloadRun {
+    /// The engines of the run that can run here; each one that cannot is named on standard
+    /// error with the reason and how to install it (issue 8: a missing peer is skipped, not
+    /// fatal).
+    pub fn available_engines(&self) -> Vec<EngineKind> {
+        self.engines
+            .iter()
+            .copied()
+            .filter(|&e| match peers::availability(e) {
+                Ok(()) => true,
+                Err(why) => {
+                    eprintln!("skipping {}: {why}", e.name());
+                    false
+                }
+            })
+            .collect()
+    }
+
+    /// The pool size in bytes the workload gives every engine with `opts`.
+    fn pool_bytes(&self, opts: &WorkloadOptions) -> u64 {
+        let opts = opts.clone();
+        match self.workload {
+            Workload::Select1 => Select1 {
+                opts,
+                scale: self.scale,
+            }
+            .pool_bytes(),
+            Workload::Tpcb => Tpcb {
+                opts,
+                scale: self.scale,
+            }
+            .pool_bytes(),
+            Workload::Insert => {
+                Insert { opts }.pool_bytes(self.run.threads.iter().copied().max().unwrap_or(1))
+            }
+            Workload::Tpcc => Tpcc {
+                opts,
+                warehouses: self.warehouses,
+                scale: self.tpcc_scale,
+            }
+            .pool_bytes(),
+        }
+    }
+}
+
 /// The points whose consistency check failed, as `bench/variant engine threads: reason`.
 pub fn consistency_failures(ms: &[Measurement]) -> Vec<String> {
     ms.iter()
@@ -200,7 +260,7 @@ pub fn default_suite(progress: bool) -> Vec<WorkloadRun> {
     };
     let mut options = WorkloadOptions::new(EngineKind::Shoal);
     options.progress = progress;
-    let engines = EngineKind::ALL.to_vec();
+    let engines = EngineKind::EMBEDDED.to_vec();
     let item = |workload, durability, threads: &[usize]| WorkloadRun {
         workload,
         engines: engines.clone(),
@@ -246,7 +306,7 @@ mod tests {
             options.progress = false;
             let w = WorkloadRun {
                 workload,
-                engines: EngineKind::ALL.to_vec(),
+                engines: EngineKind::EMBEDDED.to_vec(),
                 options,
                 scale: 1,
                 warehouses: 1,

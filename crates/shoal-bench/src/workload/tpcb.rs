@@ -27,6 +27,7 @@
 //! Consistency (checked after every point): the sums of account, teller and branch balances
 //! and of history deltas are equal (the TPC-B consistency condition pgbench's data keeps).
 
+use super::peers::{self, PeerSetup, TpcbPeer, TpcbTxn};
 use super::progress::LoadProgress;
 use super::shoal_side::{self, ShoalDb};
 use super::sqlite_side::SqliteDb;
@@ -93,6 +94,13 @@ pub enum TpcbState {
         /// Scale (branches).
         scale: u64,
     },
+    /// An in-process peer ([`super::peers`]) with the tables.
+    Peer {
+        /// The peer's connections.
+        db: Box<dyn TpcbPeer>,
+        /// Scale (branches).
+        scale: u64,
+    },
 }
 
 impl Tpcb {
@@ -100,7 +108,8 @@ impl Tpcb {
         u64::from(self.scale.max(1))
     }
 
-    fn pool_bytes(&self) -> u64 {
+    /// The pool (page cache) size in bytes for this run.
+    pub fn pool_bytes(&self) -> u64 {
         let s = self.scale();
         // The accounts, plus room for a few million history rows.
         self.opts.pool_bytes(
@@ -453,6 +462,7 @@ impl TpcbState {
         Ok(check_sums(match self {
             TpcbState::Shoal { db, t, .. } => sums_shoal(db, t)?,
             TpcbState::Sqlite { db, .. } => sums_sqlite(db)?,
+            TpcbState::Peer { db, .. } => db.sums()?,
         }))
     }
 }
@@ -487,6 +497,18 @@ impl MicroBench for Tpcb {
         match self.opts.engine {
             EngineKind::Shoal => self.setup_shoal(workers),
             EngineKind::Sqlite => self.setup_sqlite(workers),
+            _ => {
+                let setup = PeerSetup {
+                    opts: &self.opts,
+                    pool_bytes: self.pool_bytes(),
+                    workers,
+                };
+                let db = peers::engine_for(&self.opts)?.tpcb(&setup, self.scale())?;
+                Ok(TpcbState::Peer {
+                    db,
+                    scale: self.scale(),
+                })
+            }
         }
     }
 
@@ -499,13 +521,24 @@ impl MicroBench for Tpcb {
                 op_shoal(db, t, *scale, seq, thread_idx, ctx)
             }
             TpcbState::Sqlite { db, scale } => op_sqlite(db, *scale, thread_idx, ctx),
+            TpcbState::Peer { db, scale } => {
+                let inp = Input::draw(ctx, *scale);
+                let t = TpcbTxn {
+                    aid: inp.aid,
+                    tid: inp.tid,
+                    bid: inp.bid,
+                    delta: inp.delta,
+                    mtime_us: shoal::table::Timestamp::now().0,
+                };
+                db.transaction(thread_idx, ctx, &t).map(|_| ())
+            }
         }
     }
 
     fn counters(state: &TpcbState) -> BTreeMap<String, u64> {
         match state {
             TpcbState::Shoal { db, .. } => db.counters(),
-            TpcbState::Sqlite { .. } => BTreeMap::new(),
+            TpcbState::Sqlite { .. } | TpcbState::Peer { .. } => BTreeMap::new(),
         }
     }
 
@@ -581,7 +614,7 @@ mod tests {
 
     #[test]
     fn a_corrupted_balance_is_reported() {
-        for engine in EngineKind::ALL {
+        for engine in EngineKind::EMBEDDED {
             let b = small(engine);
             let state = b.setup("tpcb", &RunConfig::default()).unwrap();
             match &state {
@@ -599,6 +632,7 @@ mod tests {
                         )
                         .unwrap();
                 }
+                TpcbState::Peer { .. } => unreachable!("only the embedded engines"),
             }
             let failures = state.check().unwrap();
             assert_eq!(failures.len(), 1, "{engine:?}");

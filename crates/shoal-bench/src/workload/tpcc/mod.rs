@@ -83,6 +83,7 @@ pub mod schema;
 pub mod shoal_txns;
 pub mod sqlite_txns;
 
+use super::peers::{self, NewOrderEnd, PeerSetup, TpccPeer};
 use super::progress::LoadProgress;
 use super::shoal_side::{self, ShoalDb};
 use super::sqlite_side::SqliteDb;
@@ -199,6 +200,11 @@ pub enum Engine {
         /// The database and its connections.
         db: SqliteDb,
     },
+    /// An in-process peer ([`super::peers`]) with the tables.
+    Peer {
+        /// The peer's connections.
+        db: Box<dyn TpccPeer>,
+    },
 }
 
 /// What a `tpcc` setup built.
@@ -222,7 +228,8 @@ impl Tpcc {
         self.warehouses.max(1)
     }
 
-    fn pool_bytes(&self) -> u64 {
+    /// The pool (page cache) size in bytes for this run.
+    pub fn pool_bytes(&self) -> u64 {
         let w = u64::from(self.warehouses());
         // The data plus the growth of a few minutes' run.
         self.opts
@@ -264,6 +271,17 @@ impl Tpcc {
                 }
                 Engine::Sqlite { db }
             }
+            _ => {
+                let setup = PeerSetup {
+                    opts: &self.opts,
+                    pool_bytes: self.pool_bytes(),
+                    workers,
+                };
+                let db =
+                    peers::engine_for(&self.opts)?
+                        .tpcc(&setup, w, scale, k, seed, &mut |n| progress.inc(n))?;
+                Engine::Peer { db }
+            }
         };
         progress.finish();
         Ok(engine)
@@ -279,6 +297,7 @@ impl TpccState {
         let snap = match &self.engine {
             Engine::Shoal { db, t } => Snapshot::from_shoal(db.db(), t, self.env.warehouses)?,
             Engine::Sqlite { db } => Snapshot::from_sqlite(&*db.conn(0)?)?,
+            Engine::Peer { db } => db.snapshot()?,
         };
         let delivered = i64::from(self.env.scale.orders - self.env.scale.new_orders);
         Ok(snap.check(delivered))
@@ -408,6 +427,45 @@ fn op_sqlite(
     Ok(r.is_some())
 }
 
+/// As [`op_shoal`] on an in-process peer.
+fn op_peer(
+    s: &TpccState,
+    db: &dyn TpccPeer,
+    kind: Kind,
+    thread_idx: usize,
+    ctx: &mut ThreadCtx,
+) -> Result<bool> {
+    let now = shoal::table::Timestamp::now().0;
+    let env = &s.env;
+    match kind {
+        Kind::NewOrder => {
+            let inp = NewOrderIn::draw(env, &mut ctx.rng);
+            let r = db.new_order(thread_idx, ctx, &inp, now)?;
+            if r == Some(NewOrderEnd::UnusedItem) {
+                s.rollbacks.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(r.is_some())
+        }
+        Kind::Payment => {
+            let inp = PaymentIn::draw(env, &mut ctx.rng);
+            let h_id = s.next_h_id(thread_idx)?;
+            db.payment(thread_idx, ctx, &inp, h_id, now)
+        }
+        Kind::OrderStatus => {
+            let inp = OrderStatusIn::draw(env, &mut ctx.rng);
+            db.order_status(thread_idx, ctx, &inp)
+        }
+        Kind::Delivery => {
+            let inp = DeliveryIn::draw(env, &mut ctx.rng);
+            db.delivery(thread_idx, ctx, &inp, now)
+        }
+        Kind::StockLevel => {
+            let inp = StockLevelIn::draw(env, &mut ctx.rng);
+            db.stock_level(thread_idx, ctx, &inp)
+        }
+    }
+}
+
 /// Counter name of the transactions of `kind` done.
 fn counter_name(kind: Kind) -> String {
     format!("tpcc.{}", kind.name())
@@ -473,6 +531,7 @@ impl MicroBench for Tpcc {
         let done = match &state.engine {
             Engine::Shoal { db, t } => op_shoal(state, db, t, kind, thread_idx, ctx)?,
             Engine::Sqlite { db } => op_sqlite(state, db, kind, thread_idx, ctx)?,
+            Engine::Peer { db } => op_peer(state, &**db, kind, thread_idx, ctx)?,
         };
         if done {
             let i = Kind::ALL.iter().position(|&k| k == kind).unwrap_or(0);
@@ -484,7 +543,7 @@ impl MicroBench for Tpcc {
     fn counters(state: &TpccState) -> BTreeMap<String, u64> {
         let mut m = match &state.engine {
             Engine::Shoal { db, .. } => db.counters(),
-            Engine::Sqlite { .. } => BTreeMap::new(),
+            Engine::Sqlite { .. } | Engine::Peer { .. } => BTreeMap::new(),
         };
         for (i, kind) in Kind::ALL.into_iter().enumerate() {
             m.insert(counter_name(kind), state.done[i].load(Ordering::Relaxed));
