@@ -34,6 +34,9 @@ pub struct OutputOptions {
     pub out_dir: Option<PathBuf>,
     /// The command line that started the run, quoted in the report.
     pub command_line: String,
+    /// Extra sections appended to `report.md`, made from the run's measurements (e.g.
+    /// `shoal bench compare`'s targets); `None`: none.
+    pub appendix: Option<fn(&[Measurement]) -> String>,
 }
 
 /// An [`Observer`] that prints progress to standard error and results to standard output
@@ -126,7 +129,11 @@ impl<W: Write> Output<W> {
                 Err(e) => (Vec::new(), Some(e)),
             };
             let path = dir.join(REPORT_FILE);
-            let md = report::markdown(&self.measurements, &self.opts.command_line, &charts);
+            let mut md = report::markdown(&self.measurements, &self.opts.command_line, &charts);
+            if let Some(appendix) = self.opts.appendix {
+                md.push('\n');
+                md.push_str(&appendix(&self.measurements));
+            }
             std::fs::write(&path, md).map_err(|e| BenchError::io("writing", &path, e))?;
             eprintln!(
                 "wrote {}, {} and {} chart file(s) in {}",
@@ -238,6 +245,7 @@ mod tests {
                 json: true,
                 out_dir: Some(dir.clone()),
                 command_line: "shoal bench buffer".into(),
+                appendix: None,
             },
             Vec::new(),
         )

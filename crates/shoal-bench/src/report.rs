@@ -41,11 +41,20 @@ fn base_threads(ms: &[Measurement]) -> Option<usize> {
 }
 
 /// The variant as reports show it: with the workload's durability (`tpcb [full]`) when its
-/// config names one, so that runs of one variant under two settings stay apart. A variant
-/// whose name already ends with its durability (`commit-full`) is shown as it is.
+/// config names one, so that runs of one variant under two settings stay apart, and with
+/// `disk` when the pool holds only part of the data (`tpcb [full, disk]`). A variant whose
+/// name already ends with its durability (`commit-full`) is shown as it is.
 pub fn label(m: &Measurement) -> String {
+    let disk = m.config.get("size").and_then(|s| s.as_str()) == Some("disk");
     match m.config.get("durability").and_then(|d| d.as_str()) {
-        Some(d) if !m.variant.ends_with(&format!("-{d}")) => format!("{} [{d}]", m.variant),
+        Some(d) if !m.variant.ends_with(&format!("-{d}")) => {
+            if disk {
+                format!("{} [{d}, disk]", m.variant)
+            } else {
+                format!("{} [{d}]", m.variant)
+            }
+        }
+        _ if disk => format!("{} [disk]", m.variant),
         _ => m.variant.clone(),
     }
 }

@@ -92,6 +92,12 @@ enum Benchmark {
     /// Stock-Level on the nine tables, --warehouses warehouses, as a closed-loop
     /// throughput test; variants standard (45/43/4/4/4), payment, new-order.
     Tpcc(workload_cmds::WorkloadArgs),
+    /// Every installed engine (Shoal, SQLite, PostgreSQL, MariaDB, Berkeley DB, Derby) on
+    /// select1, tpcb, insert and tpcc payment and new-order, threads 1 to 64, memory and
+    /// disk sizes, lazy and full durability; one report with charts and the issue-8
+    /// targets in --out (default ./shoal-compare/). Long: narrow it with --engine,
+    /// --threads, --size, --durability and --duration-s.
+    Compare(workload_cmds::CompareArgs),
 }
 
 /// Settings every benchmark takes.
@@ -165,6 +171,7 @@ impl CommonArgs {
             json: self.json,
             out_dir: self.out.clone(),
             command_line: command_line(),
+            appendix: None,
         }
     }
 }
@@ -524,6 +531,7 @@ fn run_recovery(args: &RecoveryArgs) -> shoal_bench::Result<()> {
         json: args.json,
         out_dir: args.out.clone(),
         command_line: command_line(),
+        appendix: None,
     })?;
     bench.run(&mut output)?;
     output.finish()?;
@@ -543,6 +551,7 @@ fn main() -> ExitCode {
             Some(Benchmark::Tpcb(args)) => workload_cmds::run_workload(Workload::Tpcb, args),
             Some(Benchmark::Insert(args)) => workload_cmds::run_workload(Workload::Insert, args),
             Some(Benchmark::Tpcc(args)) => workload_cmds::run_workload(Workload::Tpcc, args),
+            Some(Benchmark::Compare(args)) => workload_cmds::run_compare(args),
             None => workload_cmds::run_default_suite(),
         }
         .map_err(|e| e.to_string()),

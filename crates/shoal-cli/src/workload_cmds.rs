@@ -6,6 +6,7 @@ use clap::builder::PossibleValuesParser;
 use clap::Args;
 use shoal_bench::output::{Output, OutputOptions};
 use shoal_bench::parse::ByteSize;
+use shoal_bench::workload::compare::{targets, targets_markdown, CompareSettings};
 use shoal_bench::workload::suite::{
     consistency_failures, default_suite, Workload, WorkloadRun, DEFAULT_REPORT_DIR,
 };
@@ -21,7 +22,8 @@ pub struct WorkloadArgs {
     pub common: CommonArgs,
 
     /// Engines to run, comma-separated, one after the other for each variant: shoal,
-    /// sqlite.
+    /// sqlite, postgres, mariadb, bdb, derby-embedded, derby-network, or `all`; peers that
+    /// are not installed are skipped with the command that installs them.
     #[arg(long, value_name = "LIST", default_value = "shoal,sqlite")]
     pub engine: String,
 
@@ -140,11 +142,136 @@ pub fn run_default_suite() -> shoal_bench::Result<()> {
         json: false,
         out_dir: Some(PathBuf::from(DEFAULT_REPORT_DIR)),
         command_line: command_line(),
+        appendix: None,
     })?;
     let mut all = Vec::new();
     for w in &suite {
         all.extend(w.execute(&mut output)?);
     }
     output.finish()?;
+    check_consistency(&all)
+}
+
+/// Settings of `shoal bench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Engines to compare, comma-separated, or `all`; engines that are not installed are
+    /// skipped with the command that installs them (peers/install.sh).
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub engine: String,
+
+    /// Durabilities to sweep, comma-separated: full, lazy.
+    #[arg(long, value_name = "LIST", default_value = "lazy,full", value_delimiter = ',',
+          value_parser = PossibleValuesParser::new(["full", "lazy"]))]
+    pub durability: Vec<String>,
+
+    /// Data sizes to sweep, comma-separated: memory, disk.
+    #[arg(long, value_name = "LIST", default_value = "memory,disk", value_delimiter = ',',
+          value_parser = PossibleValuesParser::new(["memory", "disk"]))]
+    pub size: Vec<String>,
+
+    /// Scale: select1 100,000 rows per unit; tpcb branches (pgbench -s).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub scale: u32,
+
+    /// tpcc: warehouses.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub warehouses: u32,
+
+    /// Keep each engine's database in DIR/<engine>/ after the run [default: temporary
+    /// directories, removed afterwards].
+    #[arg(long, value_name = "DIR")]
+    pub db_dir: Option<PathBuf>,
+}
+
+/// Directory `shoal bench compare` writes its report to when `--out` is not given.
+pub const COMPARE_REPORT_DIR: &str = "shoal-compare";
+
+/// `shoal bench compare`: every installed engine on the issue-8 sweep, one report.
+pub fn run_compare(args: &CompareArgs) -> shoal_bench::Result<()> {
+    let mut settings = CompareSettings::issue_defaults();
+    settings.engines = EngineKind::parse_list(&args.engine)?;
+    settings.durabilities = args
+        .durability
+        .iter()
+        .map(|d| Durability::parse(d))
+        .collect::<shoal_bench::Result<_>>()?;
+    settings.sizes = args
+        .size
+        .iter()
+        .map(|s| DataSize::parse(s))
+        .collect::<shoal_bench::Result<_>>()?;
+    if let Some(t) = &args.common.threads {
+        settings.run.threads = t.0.clone();
+    }
+    settings.run.warmup_s = args.common.warmup_s.0;
+    settings.run.duration_s = args.common.duration_s.0;
+    settings.run.latency_sample_every = args.common.latency_sample_every.unwrap_or(1);
+    settings.run.seed = args.common.seed;
+    settings.scale = args.scale;
+    settings.warehouses = args.warehouses;
+    settings.db_dir = args.db_dir.clone();
+    let plan = settings.plan()?;
+    let engines = plan
+        .first()
+        .map(WorkloadRun::available_engines)
+        .unwrap_or_default();
+    let plan: Vec<WorkloadRun> = plan
+        .into_iter()
+        .map(|w| WorkloadRun {
+            engines: engines.clone(),
+            ..w
+        })
+        .collect();
+    let points: usize = plan
+        .iter()
+        .map(|w| {
+            let variants = if w.variants.is_empty() {
+                w.workload.variants().len()
+            } else {
+                w.variants.len()
+            };
+            w.engines.len() * variants * w.run.threads.len()
+        })
+        .sum();
+    let per_point = settings.run.warmup_s + settings.run.duration_s;
+    eprintln!(
+        "shoal bench compare: {} on {} workload runs, {points} points, at least {:.0} min \
+         of measuring plus the loads",
+        engines
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        plan.len(),
+        points as f64 * per_point / 60.0
+    );
+    let mut opts = args.common.output_options();
+    opts.out_dir = Some(
+        opts.out_dir
+            .unwrap_or_else(|| PathBuf::from(COMPARE_REPORT_DIR)),
+    );
+    opts.appendix = Some(targets_markdown);
+    let mut output = Output::new(opts)?;
+    let mut all = Vec::new();
+    for w in &plan {
+        all.extend(w.execute(&mut output)?);
+    }
+    output.finish()?;
+    for t in targets(&all) {
+        eprintln!(
+            "target {}: {} (best peer {}, needs {:.1}) {}",
+            t.what,
+            t.ratio.map_or("n/a".into(), |r| format!("{r:.2}")),
+            t.best_peer.as_deref().unwrap_or("none"),
+            t.required,
+            if t.met() { "met" } else { "NOT met" }
+        );
+    }
     check_consistency(&all)
 }

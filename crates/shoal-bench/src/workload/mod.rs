@@ -35,6 +35,7 @@
 //!    database; `disk` one a tenth of the data's estimated size. `--pool-size` overrides
 //!    both.
 
+pub mod compare;
 pub mod dbdir;
 pub mod insert;
 pub mod peers;

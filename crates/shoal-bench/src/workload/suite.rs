@@ -108,11 +108,13 @@ impl WorkloadRun {
         Ok(())
     }
 
-    /// Runs every variant on every engine (module doc), telling `observer` about each
+    /// Runs every variant on every engine that can run here (module doc; the others are
+    /// skipped, see [`WorkloadRun::available_engines`]), telling `observer` about each
     /// point; returns the measurements in run order.
     ///
     /// # Errors
-    /// The first setup, operation or observer error.
+    /// [`BenchError::InvalidArgument`] if no engine of the run can run here; the first
+    /// setup, operation or observer error.
     pub fn execute(&self, observer: &mut dyn Observer) -> Result<Vec<Measurement>> {
         self.validate()?;
         let variants: Vec<String> = if self.variants.is_empty() {
@@ -125,6 +127,12 @@ impl WorkloadRun {
             self.variants.clone()
         };
         let engines = self.available_engines();
+        if engines.is_empty() {
+            return Err(BenchError::invalid(
+                "--engine",
+                "none of the engines named can run here (see the lines above)",
+            ));
+        }
         let mut out = Vec::new();
         for v in &variants {
             for &engine in &engines {
@@ -184,7 +192,7 @@ impl WorkloadRun {
 
 impl WorkloadRun {
     /// The engines of the run that can run here; each one that cannot is named on standard
-    /// error with the reason and how to install it (issue 8: a missing peer is skipped, not
+    /// error (`skipping <engine>: <reason>`) with the reason and how to install it (issue 8: a missing peer is skipped, not
     /// fatal).
     pub fn available_engines(&self) -> Vec<EngineKind> {
         self.engines
@@ -193,7 +201,7 @@ impl WorkloadRun {
             .filter(|&e| match peers::availability(e) {
                 Ok(()) => true,
                 Err(why) => {
-                    eprintln!("skipping {}: {why}", e.name());
+                    eprintln!("skipping {why}");
                     false
                 }
             })

@@ -34,9 +34,15 @@ const STDERR_TAIL: usize = 20;
 pub fn derby_jar() -> PathBuf {
     match std::env::var_os(DERBY_JAR_ENV) {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join(DERBY_JAR),
+        None => {
+            let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+            // crates/shoal-bench -> the repository root.
+            let root = crate_dir
+                .parent()
+                .and_then(|p| p.parent())
+                .unwrap_or(crate_dir);
+            root.join(DERBY_JAR)
+        }
     }
 }
 

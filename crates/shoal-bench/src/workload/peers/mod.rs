@@ -255,8 +255,9 @@ pub fn in_process(kind: EngineKind) -> Option<&'static dyn PeerEngine> {
     }
 }
 
-/// Whether `kind` can run on this machine: `Err` with a one-line reason and the install
-/// command for a peer that is not installed (the run skips it).
+/// Whether `kind` can run on this machine: `Err` with a one-line reason that starts with the
+/// engine's name and gives the install command, for a peer that is not installed (the run
+/// skips it).
 pub fn availability(kind: EngineKind) -> std::result::Result<(), String> {
     match kind {
         EngineKind::Shoal | EngineKind::Sqlite => Ok(()),
