@@ -332,3 +332,50 @@ mod tests {
         }
     }
 }
+
+/// Smoke tests of the Derby harness through this protocol; they run where the harness is
+/// built (`peers/install.sh derby`, as CI does) and print why they skip elsewhere.
+#[cfg(test)]
+mod smoke {
+    use super::*;
+    use crate::runner::NoObserver;
+    use crate::workload::suite::consistency_failures;
+
+    fn run(kind: EngineKind, workload: &'static str, variant: &'static str) {
+        if let Err(why) = availability(kind) {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let mut opts = WorkloadOptions::new(kind);
+        opts.progress = false;
+        let cfg = RunConfig {
+            threads: vec![1, 2],
+            warmup_s: 0.1,
+            duration_s: 0.5,
+            ..RunConfig::default()
+        };
+        let r = ExternalRun {
+            workload,
+            variant,
+            scale: 1,
+            warehouses: 1,
+            tpcc_scale: TpccScale::tiny(),
+            pool_bytes: 16 << 20,
+        };
+        let ms = run_derby(kind, &r, &opts, &cfg, &mut NoObserver).unwrap();
+        assert_eq!(ms.len(), 2);
+        assert!(ms.iter().all(|m| m.ops > 0), "{ms:?}");
+        assert_eq!(ms[1].threads, 2);
+        assert_eq!(consistency_failures(&ms), Vec::<String>::new());
+    }
+
+    #[test]
+    fn derby_embedded_runs_tpcc_consistently() {
+        run(EngineKind::DerbyEmbedded, "tpcc", "standard");
+    }
+
+    #[test]
+    fn derby_network_runs_tpcb_consistently() {
+        run(EngineKind::DerbyNetwork, "tpcb", "tpcb");
+    }
+}
