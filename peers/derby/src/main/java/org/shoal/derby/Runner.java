@@ -48,7 +48,9 @@ final class Runner {
      */
     boolean run() throws Exception {
         List<Connection> conns = new ArrayList<>();
-        try (Connection admin = engine.connect()) {
+        Connection admin = engine.connect();
+        conns.add(admin);
+        try {
             String version = admin.getMetaData().getDatabaseProductVersion();
             Progress progress = new Progress(
                     workload.name() + " " + opts.engineName() + ": loading",
