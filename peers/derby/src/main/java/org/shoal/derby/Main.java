@@ -87,7 +87,10 @@ public final class Main {
         }
     }
 
-    /** The workload the options name. */
+    /**
+     * @param o the options
+     * @return the workload they name
+     */
     static Workload workload(Options o) {
         return switch (o.workload) {
             case "select1" -> new Select1(o.scale, o.rowsPerScale);

@@ -134,12 +134,15 @@ final class NetworkServer implements AutoCloseable {
         return process.pid();
     }
 
-    /** @return the JDBC URL of database {@code db} on this server */
+    /**
+     * @param db a database name
+     * @return its JDBC URL on this server
+     */
     String url(String db) {
         return "jdbc:derby://" + HOST + ":" + port + "/" + db;
     }
 
-    /** The last lines of the server's log, for error messages. */
+    /** @return the last lines of the server's log, for error messages */
     String logTail() {
         try {
             List<String> lines = Files.readAllLines(logFile, StandardCharsets.UTF_8);

@@ -178,6 +178,10 @@ public final class Options {
             rowsPerScale = parseLong("--rows-per-scale", g.remove("--rows-per-scale"), 1,
                     1_000_000_000);
         }
+        if ((long) scale * rowsPerScale > Integer.MAX_VALUE) {
+            throw new UsageError("--scale", scale + " × " + rowsPerScale
+                    + " rows is over the INT keys' range");
+        }
         if (!g.isEmpty()) {
             String flag = g.keySet().iterator().next();
             throw new UsageError(flag, "unknown flag");

@@ -5,6 +5,7 @@ package org.shoal.derby;
  * on standard error and exits with status 2.
  */
 public final class UsageError extends Exception {
+    /** Serialization version (exceptions are serializable). */
     private static final long serialVersionUID = 1L;
 
     /**

@@ -46,6 +46,8 @@ class UsageTest {
                 "--db-dir", d, "--tpcc-scale", "huge");
         assertUsageError("--frobnicate", "--mode", "embedded", "--workload", "tpcb",
                 "--db-dir", d, "--frobnicate", "1");
+        assertUsageError("--scale", "--mode", "embedded", "--workload", "select1",
+                "--db-dir", d, "--scale", "30000");
         assertUsageError("--seed", "--mode", "embedded", "--workload", "tpcb",
                 "--db-dir", d, "--seed");
     }

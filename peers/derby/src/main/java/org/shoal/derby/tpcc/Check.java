@@ -58,13 +58,21 @@ public final class Check {
 
     /** What the conditions read. */
     static final class Snapshot {
+        /** W_YTD by warehouse. */
         final Map<Integer, Long> wYtd = new TreeMap<>();
+        /** Districts. */
         final Map<Wd, DistrictSnap> districts = new TreeMap<>();
+        /** NO_O_IDs of each district, ascending. */
         final Map<Wd, List<Integer>> newOrders = new HashMap<>();
+        /** Orders. */
         final Map<Wdx, OrderSnap> orders = new HashMap<>();
+        /** Each order's lines, summed. */
         final Map<Wdx, LinesSnap> lines = new HashMap<>();
+        /** sum(H_AMOUNT) by the district paid at. */
         final Map<Wd, Long> histDistrict = new HashMap<>();
+        /** sum(H_AMOUNT) by the customer who paid. */
         final Map<Wdx, Long> histCustomer = new HashMap<>();
+        /** Customers. */
         final Map<Wdx, CustomerSnap> customers = new HashMap<>();
     }
 

@@ -95,28 +95,45 @@ public final class Input {
      * @param k NURand's constants (the run uses {@code cLastRun})
      */
     public record Env(int warehouses, TpccScale scale, Gen.NuRand k) {
+        /**
+         * @param r the generator
+         * @return a uniform home warehouse
+         */
         int warehouse(SplittableRandom r) {
             return Gen.uniform(r, 1, warehouses);
         }
 
-        /** A warehouse other than {@code home} (only with more than one warehouse). */
+        /**
+         * @param r the generator
+         * @param home the home warehouse
+         * @return a warehouse other than {@code home} (only with more than one warehouse)
+         */
         int otherWarehouse(SplittableRandom r, int home) {
             int w = Gen.uniform(r, 1, warehouses - 1);
             return w >= home ? w + 1 : w;
         }
 
-        /** C_ID by NURand(1023, 1, customers). */
+        /**
+         * @param r the generator
+         * @return C_ID by NURand(1023, 1, customers)
+         */
         int customerId(SplittableRandom r) {
             return Gen.nurand(r, Gen.A_C_ID, k.cId(), 1, scale.customers());
         }
 
-        /** A run-time last name, NURand(255, 0, 999) limited to the names the load gave. */
+        /**
+         * @param r the generator
+         * @return a run-time last name, NURand(255, 0, 999) limited to the names loaded
+         */
         String lastName(SplittableRandom r) {
             int max = Math.min(scale.customers(), 1000) - 1;
             return Gen.lastName(Gen.nurand(r, Gen.A_C_LAST, k.cLastRun(), 0, max));
         }
 
-        /** 60% by last name, 40% by number (clauses 2.5.1.2 and 2.6.1.2). */
+        /**
+         * @param r the generator
+         * @return a customer, 60% by last name, 40% by number (clauses 2.5.1.2, 2.6.1.2)
+         */
         Customer customer(SplittableRandom r) {
             if (Gen.uniform(r, 1, 100) <= 60) {
                 return new Customer(0, lastName(r));
