@@ -148,6 +148,7 @@ impl WorkloadRun {
                         warehouses: self.warehouses,
                         tpcc_scale: self.tpcc_scale,
                         pool_bytes: self.pool_bytes(&opts),
+                        rows_per_scale: None,
                     };
                     out.extend(run_derby(engine, &run, &opts, &self.run, observer)?);
                     continue;
