@@ -28,6 +28,7 @@
 //!    the run's database directory, listening on a Unix socket or 127.0.0.1 only, stopped
 //!    when the peer is dropped.
 
+pub mod bdb;
 pub mod external;
 
 use super::tpcc::check::Snapshot;
@@ -251,7 +252,8 @@ pub fn in_process(kind: EngineKind) -> Option<&'static dyn PeerEngine> {
         | EngineKind::Sqlite
         | EngineKind::DerbyEmbedded
         | EngineKind::DerbyNetwork => None,
-        EngineKind::Postgres | EngineKind::Mariadb | EngineKind::Bdb => None,
+        EngineKind::Bdb => Some(&bdb::Bdb),
+        EngineKind::Postgres | EngineKind::Mariadb => None,
     }
 }
 
