@@ -357,6 +357,12 @@ impl Db {
             };
             // SAFETY (classify): reads only the integer.
             if unsafe { shoal_bdb_classify(ret) } == 5 {
+                if len <= cap {
+                    return Err(DbErr::invalid(
+                        "DB->get",
+                        "DB_BUFFER_SMALL for a large buffer",
+                    ));
+                }
                 buf.clear();
                 buf.reserve(len as usize);
                 continue;
