@@ -88,6 +88,12 @@ pub fn new_order(
         T::NewOrder,
         &ints(&[i64::from(w), i64::from(d), i64::from(o_id)]),
     )?;
+    // S_DIST_xx of the district (1..=10).
+    let dist_col = usize::try_from(d - 1)
+        .ok()
+        .filter(|&i| i < 10)
+        .map(|i| col::S_DIST_01 + i)
+        .ok_or_else(|| DbErr::invalid("tpcc new-order", format!("district {d}")))?;
     let mut total = 0i64;
     for (n, line) in inp.lines.iter().enumerate() {
         let Some(item) = t.read(txn, T::Item, &key_i32s(&[line.i_id]), false, &mut buf)? else {
@@ -104,7 +110,7 @@ pub fn new_order(
         } else {
             q - line.qty + 91
         };
-        let dist_info = text(&s, col::S_DIST_01 + d as usize - 1)?.to_string();
+        let dist_info = text(&s, dist_col)?.to_string();
         let s_original = text(&s, col::S_DATA)?.contains("ORIGINAL");
         s[col::S_QUANTITY] = Field::Int(i64::from(new_q));
         s[col::S_YTD] = Field::Int(int(&s, col::S_YTD)? + i64::from(line.qty));
@@ -313,7 +319,7 @@ pub fn stock_level(t: &Tables, txn: &Txn<'_>, inp: &StockLevelIn) -> DbResult<us
     let mut items = HashSet::new();
     {
         let mut c = t.db(T::OrderLine).cursor(txn)?;
-        let start = key_i32s(&[w, d, next - STOCK_LEVEL_ORDERS]);
+        let start = key_i32s(&[w, d, next.saturating_sub(STOCK_LEVEL_ORDERS)]);
         let mut to = Move::SetRange(&start);
         while let Some((k, v)) = c.get(to, false)? {
             if !k.starts_with(&prefix) || k >= &end[..] {
