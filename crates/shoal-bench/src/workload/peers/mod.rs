@@ -19,7 +19,8 @@
 //! 1. A transaction the engine refuses for a reason that retrying can cure (deadlock,
 //!    serialization failure, lock timeout) is rolled back and counted with
 //!    [`ThreadCtx::abort`] under its cause; the peer's method then returns `Ok(false)`
-//!    (or `Ok(None)`). Any other engine error is returned as [`BenchError::Peer`].
+//!    (or `Ok(None)`). Any other engine error is returned as
+//!    [`BenchError::Peer`](crate::BenchError::Peer).
 //! 2. One connection (or handle) per worker thread, prepared statements prepared once per
 //!    connection and reused.
 //! 3. Durability as [`Durability`](super::Durability) says, with the engine's own setting
@@ -28,6 +29,7 @@
 //!    the run's database directory, listening on a Unix socket or 127.0.0.1 only, stopped
 //!    when the peer is dropped.
 
+pub mod bdb;
 pub mod external;
 
 use super::tpcc::check::Snapshot;
@@ -251,7 +253,8 @@ pub fn in_process(kind: EngineKind) -> Option<&'static dyn PeerEngine> {
         | EngineKind::Sqlite
         | EngineKind::DerbyEmbedded
         | EngineKind::DerbyNetwork => None,
-        EngineKind::Postgres | EngineKind::Mariadb | EngineKind::Bdb => None,
+        EngineKind::Bdb => Some(&bdb::Bdb),
+        EngineKind::Postgres | EngineKind::Mariadb => None,
     }
 }
 
