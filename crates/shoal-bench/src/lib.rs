@@ -25,10 +25,12 @@
 //! lists, sizes, seconds), [`sys`] (peak RSS, CPU time), [`micro`] (the micro-benchmarks).
 //!
 //! [`workload`] has the seeds' workloads (`select1`, `tpcb`, `insert`, `tpcc`), each a
-//! [`MicroBench`] built for one engine — Shoal through its embedded API or SQLite through
-//! `rusqlite` — and [`workload::suite`] runs one workload on several engines in one
-//! invocation, plus the default suite of `shoal bench`. Non-goal for now: the other peers
-//! (PostgreSQL, Derby, MariaDB, Berkeley DB), which come with the peers issue.
+//! [`MicroBench`] built for one engine — Shoal through its embedded API, SQLite through
+//! `rusqlite`, or a peer of [`workload::peers`] (PostgreSQL, MariaDB and Berkeley DB in this
+//! process, Derby through its Java harness) — and [`workload::suite`] runs one workload on
+//! several engines in one invocation, plus the default suite of `shoal bench`;
+//! [`workload::compare`] is `shoal bench compare`, every installed engine over the peers
+//! issue's sweep.
 
 pub mod chart;
 pub mod error;
