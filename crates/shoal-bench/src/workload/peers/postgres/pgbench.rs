@@ -5,8 +5,8 @@
 //! are compared with: our driver runs the same statements, so they should be close.
 //!
 //! Steps: `pgbench -i -s <scale> -q` (load, primary keys, `VACUUM`), then for each script
-//! and client count `pgbench -c <n> -j <n> -T <secs> -M prepared [-S]`, reading the
-//! `tps = ...` line. pgbench's select-only query reads `abalance` of a random account in
+//! and client count `pgbench -n -c <n> -j <n> -T <secs> -M prepared [-S]` (`-n`: no
+//! `VACUUM` between points, as between our points), reading the `tps = ...` line. pgbench's select-only query reads `abalance` of a random account in
 //! `pgbench_accounts`, 100,000 rows per scale as `select1`'s table.
 
 use super::super::super::dbdir::DbDir;

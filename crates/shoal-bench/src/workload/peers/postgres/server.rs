@@ -257,7 +257,11 @@ impl PgServer {
             BenchError::peer(
                 ENGINE,
                 "starting the server",
-                format!("{}: {e}", bins.program("postgres").display()),
+                format!(
+                    "{}: {e}{}",
+                    bins.program("postgres").display(),
+                    reach_hint(owner, &data)
+                ),
             )
         })?;
         let mut server = PgServer {
@@ -394,7 +398,11 @@ fn initdb(bins: &Binaries, owner: Option<(u32, u32)>, data: &Path) -> Result<()>
         BenchError::peer(
             ENGINE,
             "initdb",
-            format!("{}: {e}", bins.program("initdb").display()),
+            format!(
+                "{}: {e}{}",
+                bins.program("initdb").display(),
+                reach_hint(owner, data)
+            ),
         )
     })?;
     if !out.status.success() {
@@ -402,6 +410,7 @@ fn initdb(bins: &Binaries, owner: Option<(u32, u32)>, data: &Path) -> Result<()>
         if msg.is_empty() {
             msg = String::from_utf8_lossy(&out.stdout).trim().to_string();
         }
+        msg.push_str(&reach_hint(owner, data));
         return Err(BenchError::peer(
             ENGINE,
             format!("initdb -D {}", data.display()),
@@ -409,6 +418,18 @@ fn initdb(bins: &Binaries, owner: Option<(u32, u32)>, data: &Path) -> Result<()>
         ));
     }
     Ok(())
+}
+
+/// When the server runs as [`SYSTEM_USER`], a reminder that it must reach `dir`.
+fn reach_hint(owner: Option<(u32, u32)>, dir: &Path) -> String {
+    match owner {
+        Some(_) => format!(
+            " (PostgreSQL runs as the `{SYSTEM_USER}` user, which must be able to reach {}: \
+             every directory above it needs o+x)",
+            dir.display()
+        ),
+        None => String::new(),
+    }
 }
 
 fn set_mode(path: &Path, mode: u32) -> Result<()> {

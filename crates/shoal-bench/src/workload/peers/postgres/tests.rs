@@ -343,3 +343,32 @@ fn availability_names_the_install_command() {
         Some(EngineKind::Postgres)
     );
 }
+
+#[test]
+fn an_unreachable_directory_is_explained() {
+    if !installed() {
+        return;
+    }
+    if server::run_as().unwrap().is_none() {
+        eprintln!("skipped: not root, the server runs as this user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let private = root.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let dir = crate::workload::dbdir::DbDir::new(Some(&private), ENGINE).unwrap();
+    let e = PgServer::start(
+        dir,
+        &ServerSettings {
+            shared_buffers: 16 << 20,
+            durability: crate::workload::Durability::Lazy,
+            connections: 1,
+        },
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("initdb") && e.contains("o+x"), "{e}");
+}
