@@ -31,6 +31,7 @@
 
 pub mod bdb;
 pub mod external;
+pub mod postgres;
 
 use super::tpcc::check::Snapshot;
 use super::tpcc::gen::NuRandConstants;
@@ -254,7 +255,8 @@ pub fn in_process(kind: EngineKind) -> Option<&'static dyn PeerEngine> {
         | EngineKind::DerbyEmbedded
         | EngineKind::DerbyNetwork => None,
         EngineKind::Bdb => Some(&bdb::Bdb),
-        EngineKind::Postgres | EngineKind::Mariadb => None,
+        EngineKind::Postgres => Some(&postgres::Postgres),
+        EngineKind::Mariadb => None,
     }
 }
 
