@@ -29,6 +29,7 @@
 //!    when the peer is dropped.
 
 pub mod external;
+pub mod mariadb;
 
 use super::tpcc::check::Snapshot;
 use super::tpcc::gen::NuRandConstants;
@@ -251,7 +252,8 @@ pub fn in_process(kind: EngineKind) -> Option<&'static dyn PeerEngine> {
         | EngineKind::Sqlite
         | EngineKind::DerbyEmbedded
         | EngineKind::DerbyNetwork => None,
-        EngineKind::Postgres | EngineKind::Mariadb | EngineKind::Bdb => None,
+        EngineKind::Mariadb => Some(&mariadb::Mariadb),
+        EngineKind::Postgres | EngineKind::Bdb => None,
     }
 }
 
