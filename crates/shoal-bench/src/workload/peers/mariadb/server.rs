@@ -1,7 +1,10 @@
 //! The private MariaDB server of one workload setup: a data directory made by
 //! `mariadb-install-db` in the run's database directory, one `mariadbd` listening on a Unix
 //! socket only (`--skip-networking`), stopped (SIGTERM, then waited for) when the
-//! [`Server`] is dropped — also after a failed setup, so no server outlives its run.
+//! [`Server`] is dropped — also after a failed setup. Should this process die without
+//! dropping it (killed, Ctrl-C), the kernel sends the server SIGTERM (`PR_SET_PDEATHSIG`:
+//! sent when the thread that started it ends, so a setup must run on a thread that lives as
+//! long as its state, as the runner's and the tests' do); no server outlives its run.
 //!
 //! Settings (DESIGN.md §4, module rule 3 of [`super::super`]):
 //! - `innodb_buffer_pool_size` = the run's pool, rounded up to whole MiB (InnoDB's unit);
@@ -20,6 +23,7 @@ use super::super::super::dbdir::DbDir;
 use super::super::super::{Durability, WorkloadOptions};
 use super::ENGINE;
 use crate::error::{BenchError, Result};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -88,7 +92,7 @@ impl Server {
         let dir = DbDir::new(opts.db_dir.as_deref(), ENGINE)?;
         let data = dir.path().join("data");
         let install_log = dir.path().join("install-db.log");
-        install_db(&data, &install_log)?;
+        install_db(&data, &install_log, dir.path())?;
         let (socket, socket_dir) = socket_path(dir.path())?;
         let error_log = dir.path().join("mariadbd.err");
         let mariadbd = find_program("mariadbd")
@@ -126,6 +130,19 @@ impl Server {
             .arg("--transaction-isolation=READ-COMMITTED");
         if running_as_root() {
             cmd.arg("--user=root");
+        }
+        // SAFETY: the closure runs in the forked child before exec and only calls
+        // prctl(2), which is async-signal-safe and touches no memory of the parent's.
+        unsafe {
+            cmd.pre_exec(|| {
+                // The server gets SIGTERM (a clean shutdown) if this process dies without
+                // dropping the `Server` (killed, Ctrl-C), so it never outlives the run.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
         }
         let child = cmd
             .stdin(Stdio::null())
@@ -211,12 +228,13 @@ impl Server {
         }
     }
 
-    /// The last lines of the server's error log, for an error message.
+    /// The telling lines of the server's error log, for an error message.
     fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.error_log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(5)..].join(" | ");
-        format!("error log {}: {tail}", self.error_log.display())
+        format!(
+            "error log {}: {}",
+            self.error_log.display(),
+            log_excerpt(&self.error_log)
+        )
     }
 
     /// Stops the server: SIGTERM (a clean shutdown), then waits up to [`STOP_TIMEOUT`];
@@ -248,8 +266,10 @@ impl Drop for Server {
     }
 }
 
-/// Runs `mariadb-install-db` for a new data directory `data`, its output in `log`.
-fn install_db(data: &Path, log: &Path) -> Result<()> {
+/// Runs `mariadb-install-db` for a new data directory `data`, its output in `log`, its
+/// temporary files in `tmp` (a private one: bootstrap servers sharing `/tmp` were seen to
+/// crash on each other's temporary tables).
+fn install_db(data: &Path, log: &Path, tmp: &Path) -> Result<()> {
     let program = find_program("mariadb-install-db").ok_or_else(|| {
         BenchError::peer(
             ENGINE,
@@ -266,7 +286,8 @@ fn install_db(data: &Path, log: &Path) -> Result<()> {
         .arg(format!("--datadir={}", data.display()))
         .arg("--auth-root-authentication-method=normal")
         .arg("--skip-test-db")
-        .arg("--skip-name-resolve");
+        .arg("--skip-name-resolve")
+        .arg(format!("--tmpdir={}", tmp.display()));
     if running_as_root() {
         cmd.arg("--user=root");
     }
@@ -279,18 +300,28 @@ fn install_db(data: &Path, log: &Path) -> Result<()> {
     if status.success() {
         Ok(())
     } else {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
         Err(BenchError::peer(
             ENGINE,
             "running mariadb-install-db",
-            format!(
-                "{status}; {}: {}",
-                log.display(),
-                lines[lines.len().saturating_sub(5)..].join(" | ")
-            ),
+            format!("{status}; {}: {}", log.display(), log_excerpt(log)),
         ))
     }
+}
+
+/// The lines of the log file `path` that say what went wrong: its first three lines with
+/// `ERROR` in them, else its last five, joined with ` | `.
+fn log_excerpt(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("ERROR"))
+        .take(3)
+        .collect();
+    if !errors.is_empty() {
+        return errors.join(" | ");
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
 }
 
 /// The socket's path: `dir/mysqld.sock`, or one in a new temporary directory if that path
@@ -323,4 +354,32 @@ fn socket_path(dir: &Path) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_lines_are_picked_from_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(&log, "a\n[ERROR] first\nb\n[ERROR] second\nc\n").unwrap();
+        assert_eq!(log_excerpt(&log), "[ERROR] first | [ERROR] second");
+        std::fs::write(&log, "1\n2\n3\n4\n5\n6\n").unwrap();
+        assert_eq!(log_excerpt(&log), "2 | 3 | 4 | 5 | 6");
+        assert_eq!(log_excerpt(&dir.path().join("missing")), "");
+    }
+
+    #[test]
+    fn a_socket_path_that_is_too_long_moves_to_a_temporary_directory() {
+        let (short, temp) = socket_path(Path::new("/tmp/x")).unwrap();
+        assert_eq!(short, Path::new("/tmp/x/mysqld.sock"));
+        assert!(temp.is_none());
+        let long = PathBuf::from("/tmp").join("d".repeat(120));
+        let (moved, temp) = socket_path(&long).unwrap();
+        let temp = temp.unwrap();
+        assert!(moved.starts_with(temp.path()));
+        assert!(moved.as_os_str().len() <= MAX_SOCKET_PATH);
+    }
 }
