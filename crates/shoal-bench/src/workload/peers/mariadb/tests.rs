@@ -4,9 +4,10 @@
 //! after the state is dropped. When MariaDB is not installed each test prints
 //! "skipped: …" and returns.
 
+use super::super::{InsertPeer, PeerSetup};
 use super::server::{self, Server};
 use super::*;
-use crate::runner::{measure_point, MicroBench, PointSpec, RunConfig};
+use crate::runner::{measure_point, MicroBench, PointSpec, RunConfig, ThreadCtx};
 use crate::workload::insert::Insert;
 use crate::workload::select1::Select1;
 use crate::workload::tpcb::Tpcb;
@@ -202,6 +203,40 @@ fn the_server_has_the_settings_and_is_gone_after_drop() {
         "mariadbd {pid} still runs"
     );
     assert!(!socket.exists(), "its directory is removed");
+}
+
+#[test]
+fn a_lock_wait_timeout_is_rolled_back_and_counted_as_an_abort() {
+    if !installed() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let o = opts(root.path());
+    let setup = PeerSetup {
+        opts: &o,
+        pool_bytes: 16 << 20,
+        workers: 1,
+    };
+    let db = insert::setup(&setup).unwrap();
+    db.db
+        .session(0)
+        .unwrap()
+        .conn
+        .query_drop("SET SESSION innodb_lock_wait_timeout = 1")
+        .unwrap();
+    // Another transaction holds key 5 of worker 0's table uncommitted.
+    let mut other = own_conn(root.path());
+    other.query_drop("START TRANSACTION").unwrap();
+    other
+        .exec_drop("INSERT INTO insert_0 VALUES (?, ?)", (5i64, vec![0u8; 100]))
+        .unwrap();
+    let mut ctx = ThreadCtx::new(1, 0);
+    assert!(!db.insert_batch(0, &mut ctx, 0, 1_000).unwrap());
+    assert_eq!(ctx.aborts_of("lock_timeout"), 1);
+    other.query_drop("ROLLBACK").unwrap();
+    assert_eq!(db.count(0).unwrap(), 0, "the aborted batch left nothing");
+    assert!(db.insert_batch(0, &mut ctx, 0, 1_050).unwrap());
+    assert_eq!(db.count(0).unwrap(), 1_050);
 }
 
 #[test]
