@@ -19,7 +19,8 @@
 //! 1. A transaction the engine refuses for a reason that retrying can cure (deadlock,
 //!    serialization failure, lock timeout) is rolled back and counted with
 //!    [`ThreadCtx::abort`] under its cause; the peer's method then returns `Ok(false)`
-//!    (or `Ok(None)`). Any other engine error is returned as [`BenchError::Peer`].
+//!    (or `Ok(None)`). Any other engine error is returned as
+//!    [`BenchError::Peer`](crate::BenchError::Peer).
 //! 2. One connection (or handle) per worker thread, prepared statements prepared once per
 //!    connection and reused.
 //! 3. Durability as [`Durability`](super::Durability) says, with the engine's own setting
