@@ -21,8 +21,8 @@
 //!   Loads use multi-row prepared `INSERT`s ([`load::Bulk`]).
 //!
 //! Workloads: [`select1`], [`tpcb`], [`insert`], [`tpcc`] (with [`tpcc_load`] for its
-//! schema, load and consistency snapshot). `install.sh` beside this file installs the
-//! server from Debian's packages.
+//! schema, load and consistency snapshot). `peers/mariadb/install.sh` (run by
+//! `peers/install.sh`) installs the server from Debian's packages.
 
 pub mod insert;
 pub mod load;
