@@ -31,6 +31,7 @@
 
 pub mod bdb;
 pub mod external;
+pub mod mariadb;
 pub mod postgres;
 
 use super::tpcc::check::Snapshot;
@@ -255,8 +256,8 @@ pub fn in_process(kind: EngineKind) -> Option<&'static dyn PeerEngine> {
         | EngineKind::DerbyEmbedded
         | EngineKind::DerbyNetwork => None,
         EngineKind::Bdb => Some(&bdb::Bdb),
+        EngineKind::Mariadb => Some(&mariadb::Mariadb),
         EngineKind::Postgres => Some(&postgres::Postgres),
-        EngineKind::Mariadb => None,
     }
 }
 
