@@ -20,6 +20,6 @@ if [ ! -f pom.xml ]; then
     exit 1
 fi
 echo "building the Derby harness (mvn package)"
-mvn -q -B -DskipTests package
+mvn -q -B -Dstyle.color=never -DskipTests package
 test -f target/shoal-derby-peer.jar
 echo "built $(pwd)/target/shoal-derby-peer.jar"
