@@ -154,11 +154,12 @@ impl<W: Write> Output<W> {
 
     fn label(p: &PointInfo<'_>) -> String {
         format!(
-            "[{}/{}] {} {} threads={}",
+            "[{}/{}] {} {} {} threads={}",
             p.index + 1,
             p.total,
             p.bench,
             p.variant,
+            p.engine,
             p.threads
         )
     }
@@ -255,6 +256,7 @@ mod tests {
         let info = PointInfo {
             bench: "buffer",
             variant: "hot-page-shared",
+            engine: "shoal",
             threads: 2,
             index: 0,
             total: 1,
@@ -289,6 +291,7 @@ mod tests {
         let info = PointInfo {
             bench: "buffer",
             variant: "hot-page-shared",
+            engine: "shoal",
             threads: 2,
             index: 0,
             total: 1,

@@ -15,6 +15,26 @@ use shoal_bench::workload::{DataSize, Durability, EngineKind, WorkloadOptions};
 use shoal_bench::{BenchError, Measurement, RunConfig};
 use std::path::PathBuf;
 
+/// How much data a workload loads and where it is kept (every workload and `compare`).
+#[derive(Debug, Args)]
+pub struct DataArgs {
+    /// Scale: select1 100,000 rows per unit; tpcb branches (pgbench -s).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub scale: u32,
+
+    /// tpcc: warehouses (each 10 districts, 30,000 customers, 100,000 stock rows).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub warehouses: u32,
+
+    /// Keep each engine's database in DIR/<engine>/ after the run (for `shoal verify
+    /// DIR/shoal` and `shoal inspect`); replaces an earlier run's [default: temporary
+    /// directories, removed afterwards].
+    #[arg(long, value_name = "DIR")]
+    pub db_dir: Option<PathBuf>,
+}
+
 /// Settings of every workload.
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
@@ -44,21 +64,8 @@ pub struct WorkloadArgs {
     #[arg(long, value_name = "SIZE")]
     pub pool_size: Option<ByteSize>,
 
-    /// Scale: select1 100,000 rows per unit; tpcb branches (pgbench -s).
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub scale: u32,
-
-    /// tpcc: warehouses (each 10 districts, 30,000 customers, 100,000 stock rows).
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=1_000))]
-    pub warehouses: u32,
-
-    /// Keep each engine's database in DIR/<engine>/ after the run (for `shoal verify
-    /// DIR/shoal` and `shoal inspect`); replaces an earlier run's [default: temporary
-    /// directories, removed afterwards].
-    #[arg(long, value_name = "DIR")]
-    pub db_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub data: DataArgs,
 
     /// Variants to run, comma-separated [default: all].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -73,7 +80,7 @@ impl WorkloadArgs {
             durability: Durability::parse(&self.durability)?,
             size: DataSize::parse(&self.size)?,
             pool_size_bytes: self.pool_size.map(ByteSize::bytes),
-            db_dir: self.db_dir.clone(),
+            db_dir: self.data.db_dir.clone(),
             progress: true,
         };
         let run = RunConfig {
@@ -91,8 +98,8 @@ impl WorkloadArgs {
             workload,
             engines: EngineKind::parse_list(&self.engine)?,
             options,
-            scale: self.scale,
-            warehouses: self.warehouses,
+            scale: self.data.scale,
+            warehouses: self.data.warehouses,
             tpcc_scale: TpccScale::full(),
             variants: self.variant.clone(),
             run,
@@ -173,20 +180,8 @@ pub struct CompareArgs {
           value_parser = PossibleValuesParser::new(["memory", "disk"]))]
     pub size: Vec<String>,
 
-    /// Scale: select1 100,000 rows per unit; tpcb branches (pgbench -s).
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub scale: u32,
-
-    /// tpcc: warehouses.
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=1_000))]
-    pub warehouses: u32,
-
-    /// Keep each engine's database in DIR/<engine>/ after the run [default: temporary
-    /// directories, removed afterwards].
-    #[arg(long, value_name = "DIR")]
-    pub db_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub data: DataArgs,
 }
 
 /// Directory `shoal bench compare` writes its report to when `--out` is not given.
@@ -213,9 +208,9 @@ pub fn run_compare(args: &CompareArgs) -> shoal_bench::Result<()> {
     settings.run.duration_s = args.common.duration_s.0;
     settings.run.latency_sample_every = args.common.latency_sample_every.unwrap_or(1);
     settings.run.seed = args.common.seed;
-    settings.scale = args.scale;
-    settings.warehouses = args.warehouses;
-    settings.db_dir = args.db_dir.clone();
+    settings.scale = args.data.scale;
+    settings.warehouses = args.data.warehouses;
+    settings.db_dir = args.data.db_dir.clone();
     let plan = settings.plan()?;
     let engines = plan
         .first()

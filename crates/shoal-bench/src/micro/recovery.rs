@@ -328,6 +328,7 @@ impl RecoveryBench {
         let info = PointInfo {
             bench: NAME,
             variant: VARIANT,
+            engine: "shoal",
             threads: 1,
             index: 0,
             total: 1,

@@ -237,6 +237,8 @@ pub struct PointInfo<'a> {
     pub bench: &'a str,
     /// Variant name.
     pub variant: &'a str,
+    /// Engine measured, e.g. `shoal`.
+    pub engine: &'a str,
     /// Number of worker threads.
     pub threads: usize,
     /// Position of this point in the run, from 0.

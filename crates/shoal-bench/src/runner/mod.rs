@@ -215,6 +215,7 @@ pub fn run_micro<B: MicroBench>(
             let info = PointInfo {
                 bench: bench.name(),
                 variant,
+                engine: bench.variant_engine(variant),
                 threads,
                 index: vi * run.threads.len() + ti,
                 total,

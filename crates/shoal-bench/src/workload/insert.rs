@@ -11,7 +11,7 @@
 //! Consistency (after every point): each table holds exactly the records its worker
 //! committed, keys `0..n` (counted by a full scan).
 
-use super::peers::{self, InsertPeer, PeerSetup};
+use super::peers::{self, InsertPeer};
 use super::shoal_side::{self, ShoalDb};
 use super::sqlite_side::SqliteDb;
 use super::{consistency_field, EngineKind, WorkloadOptions};
@@ -193,12 +193,8 @@ impl MicroBench for Insert {
                 Ok(InsertState::Sqlite { db, committed })
             }
             _ => {
-                let setup = PeerSetup {
-                    opts: &self.opts,
-                    pool_bytes: pool,
-                    workers,
-                };
-                let db = peers::engine_for(&self.opts)?.insert(&setup)?;
+                let (peer, setup) = peers::peer_for(&self.opts, pool, workers)?;
+                let db = peer.insert(&setup)?;
                 Ok(InsertState::Peer { db, committed })
             }
         }

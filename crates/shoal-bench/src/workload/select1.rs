@@ -8,7 +8,7 @@
 //! the query one prepared statement in autocommit mode (one implicit transaction).
 //! Every answer is checked: the row must exist and hold its key.
 
-use super::peers::{self, PeerSetup, Select1Peer};
+use super::peers::{self, Select1Peer};
 use super::progress::LoadProgress;
 use super::shoal_side::{self, ShoalDb};
 use super::sqlite_side::SqliteDb;
@@ -180,12 +180,8 @@ impl MicroBench for Select1 {
             EngineKind::Shoal => self.setup_shoal(),
             EngineKind::Sqlite => self.setup_sqlite(workers),
             _ => {
-                let setup = PeerSetup {
-                    opts: &self.opts,
-                    pool_bytes: self.pool_bytes(),
-                    workers,
-                };
-                let db = peers::engine_for(&self.opts)?.select1(&setup, self.rows())?;
+                let (peer, setup) = peers::peer_for(&self.opts, self.pool_bytes(), workers)?;
+                let db = peer.select1(&setup, self.rows())?;
                 Ok(Select1State::Peer {
                     db,
                     rows: self.rows(),

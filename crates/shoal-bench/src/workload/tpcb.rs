@@ -27,7 +27,7 @@
 //! Consistency (checked after every point): the sums of account, teller and branch balances
 //! and of history deltas are equal (the TPC-B consistency condition pgbench's data keeps).
 
-use super::peers::{self, PeerSetup, TpcbPeer, TpcbTxn};
+use super::peers::{self, TpcbPeer, TpcbTxn};
 use super::progress::LoadProgress;
 use super::shoal_side::{self, ShoalDb};
 use super::sqlite_side::SqliteDb;
@@ -498,12 +498,8 @@ impl MicroBench for Tpcb {
             EngineKind::Shoal => self.setup_shoal(workers),
             EngineKind::Sqlite => self.setup_sqlite(workers),
             _ => {
-                let setup = PeerSetup {
-                    opts: &self.opts,
-                    pool_bytes: self.pool_bytes(),
-                    workers,
-                };
-                let db = peers::engine_for(&self.opts)?.tpcb(&setup, self.scale())?;
+                let (peer, setup) = peers::peer_for(&self.opts, self.pool_bytes(), workers)?;
+                let db = peer.tpcb(&setup, self.scale())?;
                 Ok(TpcbState::Peer {
                     db,
                     scale: self.scale(),

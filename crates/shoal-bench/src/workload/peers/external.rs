@@ -228,6 +228,7 @@ pub fn run_derby(
         let info = PointInfo {
             bench: run.workload,
             variant: run.variant,
+            engine,
             threads: m.threads,
             index,
             total: cfg.threads.len(),

@@ -278,12 +278,17 @@ pub fn availability(kind: EngineKind) -> std::result::Result<(), String> {
     }
 }
 
-/// The in-process peer for `opts.engine`, checked to be available.
+/// The in-process peer for `opts.engine`, checked to be available, and the setup a workload
+/// gives it: a pool of `pool_bytes` bytes and `workers` connections.
 ///
 /// # Errors
 /// [`BenchError::InvalidArgument`](crate::BenchError::InvalidArgument) (`--engine`) if the
 /// engine is not an in-process peer or is not installed (with the reason).
-pub fn engine_for(opts: &WorkloadOptions) -> Result<&'static dyn PeerEngine> {
+pub fn peer_for(
+    opts: &WorkloadOptions,
+    pool_bytes: u64,
+    workers: usize,
+) -> Result<(&'static dyn PeerEngine, PeerSetup<'_>)> {
     let kind = opts.engine;
     let peer = in_process(kind).ok_or_else(|| {
         crate::BenchError::invalid(
@@ -293,5 +298,10 @@ pub fn engine_for(opts: &WorkloadOptions) -> Result<&'static dyn PeerEngine> {
     })?;
     peer.availability()
         .map_err(|why| crate::BenchError::invalid("--engine", why))?;
-    Ok(peer)
+    let setup = PeerSetup {
+        opts,
+        pool_bytes,
+        workers,
+    };
+    Ok((peer, setup))
 }

@@ -4,6 +4,7 @@
 
 use super::schema::{col, T};
 use super::shoal_txns::ShoalTables;
+use super::sql_snapshot::{self, Dialect};
 use crate::error::{BenchError, Result};
 use shoal::btree::ScanDirection;
 use shoal::table::{Row, Value as V};
@@ -368,104 +369,20 @@ impl Snapshot {
     /// # Errors
     /// [`BenchError::Sqlite`].
     pub fn from_sqlite(c: &rusqlite::Connection) -> Result<Snapshot> {
-        let mut s = Snapshot::default();
-        let e = |what: &'static str| move |e| BenchError::sqlite(what, e);
-        let each = |sql: &'static str,
-                    f: &mut dyn FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>|
-         -> Result<()> {
-            let mut st = c.prepare(sql).map_err(e(sql))?;
-            let mut rows = st.query([]).map_err(e(sql))?;
-            while let Some(r) = rows.next().map_err(e(sql))? {
-                f(r).map_err(e(sql))?;
+        sql_snapshot::read(Dialect::Sqlite, |sql, each| {
+            let e = |err| BenchError::sqlite(sql.to_string(), err);
+            let mut st = c.prepare(sql).map_err(e)?;
+            let n = st.column_count();
+            let mut rows = st.query([]).map_err(e)?;
+            let mut vals = Vec::with_capacity(n);
+            while let Some(r) = rows.next().map_err(e)? {
+                vals.clear();
+                for i in 0..n {
+                    vals.push(r.get::<_, i64>(i).map_err(e)?);
+                }
+                each(&vals)?;
             }
             Ok(())
-        };
-        each("SELECT w_id, w_ytd FROM warehouse", &mut |r| {
-            s.w_ytd.insert(r.get(0)?, r.get(1)?);
-            Ok(())
-        })?;
-        each(
-            "SELECT d_w_id, d_id, d_ytd, d_next_o_id FROM district",
-            &mut |r| {
-                s.districts.insert(
-                    (r.get(0)?, r.get(1)?),
-                    DistrictSnap {
-                        ytd: r.get(2)?,
-                        next_o_id: r.get(3)?,
-                    },
-                );
-                Ok(())
-            },
-        )?;
-        each(
-            "SELECT h_w_id, h_d_id, sum(h_amount) FROM history GROUP BY h_w_id, h_d_id",
-            &mut |r| {
-                s.hist_district.insert((r.get(0)?, r.get(1)?), r.get(2)?);
-                Ok(())
-            },
-        )?;
-        each(
-            "SELECT h_c_w_id, h_c_d_id, h_c_id, sum(h_amount) FROM history GROUP BY h_c_w_id, h_c_d_id, h_c_id",
-            &mut |r| {
-                s.hist_customer
-                    .insert((r.get(0)?, r.get(1)?, r.get(2)?), r.get(3)?);
-                Ok(())
-            },
-        )?;
-        each(
-            "SELECT c_w_id, c_d_id, c_id, c_balance, c_ytd_payment, c_delivery_cnt FROM customer",
-            &mut |r| {
-                s.customers.insert(
-                    (r.get(0)?, r.get(1)?, r.get(2)?),
-                    CustomerSnap {
-                        balance: r.get(3)?,
-                        ytd_payment: r.get(4)?,
-                        delivery_cnt: r.get(5)?,
-                    },
-                );
-                Ok(())
-            },
-        )?;
-        each(
-            "SELECT no_w_id, no_d_id, no_o_id FROM new_order ORDER BY no_w_id, no_d_id, no_o_id",
-            &mut |r| {
-                s.new_orders
-                    .entry((r.get(0)?, r.get(1)?))
-                    .or_default()
-                    .push(r.get(2)?);
-                Ok(())
-            },
-        )?;
-        each(
-            "SELECT o_w_id, o_d_id, o_id, o_c_id, o_carrier_id IS NULL, o_ol_cnt FROM orders",
-            &mut |r| {
-                s.orders.insert(
-                    (r.get(0)?, r.get(1)?, r.get(2)?),
-                    OrderSnap {
-                        c_id: r.get(3)?,
-                        carrier_null: r.get(4)?,
-                        ol_cnt: r.get(5)?,
-                    },
-                );
-                Ok(())
-            },
-        )?;
-        each(
-            "SELECT ol_w_id, ol_d_id, ol_o_id, count(*), sum(ol_delivery_d IS NULL), \
-             sum(CASE WHEN ol_delivery_d IS NULL THEN 0 ELSE ol_amount END) \
-             FROM order_line GROUP BY ol_w_id, ol_d_id, ol_o_id",
-            &mut |r| {
-                s.lines.insert(
-                    (r.get(0)?, r.get(1)?, r.get(2)?),
-                    LinesSnap {
-                        count: r.get(3)?,
-                        undelivered: r.get(4)?,
-                        delivered_amount: r.get(5)?,
-                    },
-                );
-                Ok(())
-            },
-        )?;
-        Ok(s)
+        })
     }
 }

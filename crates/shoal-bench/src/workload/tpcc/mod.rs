@@ -81,9 +81,10 @@ pub mod input;
 pub mod load;
 pub mod schema;
 pub mod shoal_txns;
+pub mod sql_snapshot;
 pub mod sqlite_txns;
 
-use super::peers::{self, NewOrderEnd, PeerSetup, TpccPeer};
+use super::peers::{self, NewOrderEnd, TpccPeer};
 use super::progress::LoadProgress;
 use super::shoal_side::{self, ShoalDb};
 use super::sqlite_side::SqliteDb;
@@ -272,14 +273,8 @@ impl Tpcc {
                 Engine::Sqlite { db }
             }
             _ => {
-                let setup = PeerSetup {
-                    opts: &self.opts,
-                    pool_bytes: self.pool_bytes(),
-                    workers,
-                };
-                let db =
-                    peers::engine_for(&self.opts)?
-                        .tpcc(&setup, w, scale, k, seed, &mut |n| progress.inc(n))?;
+                let (peer, setup) = peers::peer_for(&self.opts, self.pool_bytes(), workers)?;
+                let db = peer.tpcc(&setup, w, scale, k, seed, &mut |n| progress.inc(n))?;
                 Engine::Peer { db }
             }
         };

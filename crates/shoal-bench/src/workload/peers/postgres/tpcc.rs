@@ -4,15 +4,14 @@
 //! table and load transaction), `VACUUM ANALYZE`, the five transactions of [`super::tpcc_txns`]
 //! and the [`Snapshot`] the consistency conditions are checked on.
 
-use super::super::super::tpcc::check::{
-    CustomerSnap, DistrictSnap, LinesSnap, OrderSnap, Snapshot,
-};
+use super::super::super::tpcc::check::Snapshot;
 use super::super::super::tpcc::gen::NuRandConstants;
 use super::super::super::tpcc::input::{
     DeliveryIn, NewOrderIn, OrderStatusIn, PaymentIn, StockLevelIn,
 };
 use super::super::super::tpcc::load::{self, Sink};
 use super::super::super::tpcc::schema::{TableSpec, Ty, T, TABLES};
+use super::super::super::tpcc::sql_snapshot::{self, Dialect};
 use super::super::super::tpcc::TpccScale;
 use super::super::{NewOrderEnd, PeerSetup, TpccPeer};
 use super::tpcc_txns::{self, TpccStatements, UnusedItem};
@@ -271,114 +270,24 @@ impl TpccPeer for PgTpcc {
 /// # Errors
 /// [`BenchError::Peer`] if a query fails or returns other types than expected.
 pub fn snapshot(c: &mut Client) -> Result<Snapshot> {
-    let mut s = Snapshot::default();
     let mut tx = c
         .build_transaction()
         .isolation_level(postgres::IsolationLevel::RepeatableRead)
         .read_only(true)
         .start()
         .map_err(|e| BenchError::peer(ENGINE, "BEGIN of the snapshot", describe(&e)))?;
-    let mut each =
-        |sql: &'static str,
-         f: &mut dyn FnMut(&postgres::Row) -> std::result::Result<(), postgres::Error>|
-         -> Result<()> {
-            let rows = tx
-                .query(sql, &[])
-                .map_err(|e| BenchError::peer(ENGINE, sql, describe(&e)))?;
-            for r in &rows {
-                f(r).map_err(|e| BenchError::peer(ENGINE, sql, describe(&e)))?;
+    let s = sql_snapshot::read(Dialect::Postgres, |sql, each| {
+        let e = |err: postgres::Error| BenchError::peer(ENGINE, sql, describe(&err));
+        let mut vals = Vec::new();
+        for r in &tx.query(sql, &[]).map_err(e)? {
+            vals.clear();
+            for i in 0..r.len() {
+                vals.push(r.try_get::<_, i64>(i).map_err(e)?);
             }
-            Ok(())
-        };
-    each("SELECT w_id, w_ytd FROM warehouse", &mut |r| {
-        s.w_ytd.insert(r.try_get(0)?, r.try_get(1)?);
+            each(&vals)?;
+        }
         Ok(())
     })?;
-    each(
-        "SELECT d_w_id, d_id, d_ytd, d_next_o_id FROM district",
-        &mut |r| {
-            s.districts.insert(
-                (r.try_get(0)?, r.try_get(1)?),
-                DistrictSnap {
-                    ytd: r.try_get(2)?,
-                    next_o_id: r.try_get(3)?,
-                },
-            );
-            Ok(())
-        },
-    )?;
-    each(
-        "SELECT h_w_id, h_d_id, sum(h_amount)::int8 FROM history GROUP BY h_w_id, h_d_id",
-        &mut |r| {
-            s.hist_district
-                .insert((r.try_get(0)?, r.try_get(1)?), r.try_get(2)?);
-            Ok(())
-        },
-    )?;
-    each(
-        "SELECT h_c_w_id, h_c_d_id, h_c_id, sum(h_amount)::int8 FROM history \
-         GROUP BY h_c_w_id, h_c_d_id, h_c_id",
-        &mut |r| {
-            s.hist_customer
-                .insert((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?), r.try_get(3)?);
-            Ok(())
-        },
-    )?;
-    each(
-        "SELECT c_w_id, c_d_id, c_id, c_balance, c_ytd_payment, c_delivery_cnt::int8 FROM customer",
-        &mut |r| {
-            s.customers.insert(
-                (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?),
-                CustomerSnap {
-                    balance: r.try_get(3)?,
-                    ytd_payment: r.try_get(4)?,
-                    delivery_cnt: r.try_get(5)?,
-                },
-            );
-            Ok(())
-        },
-    )?;
-    each(
-        "SELECT no_w_id, no_d_id, no_o_id FROM new_order ORDER BY no_w_id, no_d_id, no_o_id",
-        &mut |r| {
-            s.new_orders
-                .entry((r.try_get(0)?, r.try_get(1)?))
-                .or_default()
-                .push(r.try_get(2)?);
-            Ok(())
-        },
-    )?;
-    each(
-        "SELECT o_w_id, o_d_id, o_id, o_c_id, o_carrier_id IS NULL, o_ol_cnt FROM orders",
-        &mut |r| {
-            s.orders.insert(
-                (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?),
-                OrderSnap {
-                    c_id: r.try_get(3)?,
-                    carrier_null: r.try_get(4)?,
-                    ol_cnt: r.try_get(5)?,
-                },
-            );
-            Ok(())
-        },
-    )?;
-    each(
-        "SELECT ol_w_id, ol_d_id, ol_o_id, count(*), \
-         count(*) FILTER (WHERE ol_delivery_d IS NULL), \
-         coalesce(sum(ol_amount) FILTER (WHERE ol_delivery_d IS NOT NULL), 0)::int8 \
-         FROM order_line GROUP BY ol_w_id, ol_d_id, ol_o_id",
-        &mut |r| {
-            s.lines.insert(
-                (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?),
-                LinesSnap {
-                    count: r.try_get(3)?,
-                    undelivered: r.try_get(4)?,
-                    delivered_amount: r.try_get(5)?,
-                },
-            );
-            Ok(())
-        },
-    )?;
     tx.commit()
         .map_err(|e| BenchError::peer(ENGINE, "COMMIT of the snapshot", describe(&e)))?;
     Ok(s)
