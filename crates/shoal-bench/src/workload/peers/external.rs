@@ -218,13 +218,18 @@ pub fn run_derby(
         if index == 0 {
             observer.setup_finished(run.workload, run.variant, started.elapsed().as_secs_f64());
         }
-        let m = match parse_line(&line, engine, run) {
+        let mut m = match parse_line(&line, engine, run) {
             Ok(m) => m,
             Err(e) => {
                 failure = Some(e);
                 break;
             }
         };
+        // The run's settings that the harness does not know of label the point as they
+        // label the other engines' (e.g. `tpcb [lazy, disk]`); the harness's own win.
+        for (k, v) in opts.to_json(run.pool_bytes) {
+            m.config.entry(k).or_insert(v);
+        }
         let info = PointInfo {
             bench: run.workload,
             variant: run.variant,
@@ -381,6 +386,9 @@ mod smoke {
         assert!(ms.iter().all(|m| m.ops > 0), "{ms:?}");
         assert_eq!(ms[1].threads, 2);
         assert_eq!(consistency_failures(&ms), Vec::<String>::new());
+        // Labelled like every other engine's points of the same settings.
+        assert_eq!(ms[0].config["size"], "memory");
+        assert_eq!(crate::report::label(&ms[0]), format!("{variant} [lazy]"));
     }
 
     #[test]
