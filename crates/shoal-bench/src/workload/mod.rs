@@ -39,6 +39,7 @@ pub mod compare;
 pub mod dbdir;
 pub mod insert;
 pub mod peers;
+pub mod per_worker;
 pub mod progress;
 pub mod select1;
 pub mod shoal_side;

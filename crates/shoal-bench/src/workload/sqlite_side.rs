@@ -14,12 +14,13 @@
 //! the pool size the run gives Shoal, so SQLite has at least as much cache as Shoal.
 
 use super::dbdir::DbDir;
+use super::per_worker::PerWorker;
 use super::{Durability, WorkloadOptions};
 use crate::error::{BenchError, Result};
 use crate::runner::ThreadCtx;
 use rusqlite::{Connection, ErrorCode};
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::time::Duration;
 
 /// How long SQLite's busy handler keeps retrying a lock before returning `SQLITE_BUSY`.
@@ -31,7 +32,7 @@ pub const DB_FILE: &str = "bench.sqlite";
 
 /// A SQLite database for one workload setup, with one connection per worker thread.
 pub struct SqliteDb {
-    conns: Vec<Mutex<Connection>>,
+    conns: PerWorker<Connection>,
     path: PathBuf,
     pool_bytes: u64,
     // Dropped last: the connections close before a temporary directory is removed.
@@ -48,9 +49,9 @@ impl SqliteDb {
     pub fn create(opts: &WorkloadOptions, pool_bytes: u64, connections: usize) -> Result<SqliteDb> {
         let dir = DbDir::new(opts.db_dir.as_deref(), opts.engine.name())?;
         let path = dir.path().join(DB_FILE);
-        let conns = (0..connections.max(1))
-            .map(|_| open(&path, opts.durability, pool_bytes).map(Mutex::new))
-            .collect::<Result<Vec<_>>>()?;
+        let conns = PerWorker::new("SQLite connection", connections.max(1), |_| {
+            open(&path, opts.durability, pool_bytes)
+        })?;
         Ok(SqliteDb {
             conns,
             path,
@@ -76,17 +77,7 @@ impl SqliteDb {
     /// setup made fewer than the run's thread count); [`BenchError::Check`] if another
     /// thread panicked holding it.
     pub fn conn(&self, thread_idx: usize) -> Result<MutexGuard<'_, Connection>> {
-        let m = self.conns.get(thread_idx).ok_or_else(|| {
-            BenchError::invalid(
-                "threads",
-                format!(
-                    "worker {thread_idx} has no SQLite connection ({} were opened)",
-                    self.conns.len()
-                ),
-            )
-        })?;
-        m.lock()
-            .map_err(|_| BenchError::Check(format!("SQLite connection {thread_idx} poisoned")))
+        self.conns.get(thread_idx)
     }
 
     /// Runs `body` as one transaction on worker `thread_idx`'s connection: `BEGIN

@@ -33,6 +33,8 @@ pub mod bdb;
 pub mod external;
 pub mod mariadb;
 pub mod postgres;
+#[cfg(test)]
+mod testkit;
 
 use super::tpcc::check::Snapshot;
 use super::tpcc::gen::NuRandConstants;

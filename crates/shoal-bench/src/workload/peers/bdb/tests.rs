@@ -3,14 +3,14 @@
 //! sums still consistent, corrupted balances reported by the checks. In a build without
 //! Berkeley DB each test prints "skipped: ..." and checks that the peer says so.
 
+use super::super::testkit::{smoke, tpcc_smoke};
 use super::*;
-use crate::runner::{measure_point, MicroBench, PointSpec, RunConfig};
+use crate::runner::MicroBench;
 use crate::workload::insert::Insert;
 use crate::workload::select1::Select1;
 use crate::workload::tpcb::{Tpcb, TpcbState};
 use crate::workload::tpcc::{Engine, Tpcc};
 use crate::workload::WorkloadOptions;
-use serde_json::Value;
 
 /// Whether the peer is built; prints why a test is skipped if not.
 fn built(test: &str) -> bool {
@@ -28,33 +28,6 @@ fn opts() -> WorkloadOptions {
     let mut o = WorkloadOptions::new(EngineKind::Bdb);
     o.progress = false;
     o
-}
-
-fn spec(threads: usize) -> PointSpec {
-    PointSpec {
-        threads,
-        warmup_s: 0.0,
-        duration_s: 0.3,
-        latency_sample_every: 1,
-        seed: 11,
-    }
-}
-
-fn two_threads() -> RunConfig {
-    RunConfig {
-        threads: vec![2],
-        ..RunConfig::default()
-    }
-}
-
-/// Runs one 0.3 s point of `b` with two threads and checks ops and consistency.
-fn smoke<B: MicroBench>(b: &B, variant: &str) -> B::State {
-    let state = b.setup(variant, &two_threads()).unwrap();
-    let r = measure_point(&spec(2), &state, B::op, B::counters, &mut |_, _| {}).unwrap();
-    assert!(r.ops() > 0, "{} ran nothing", b.name());
-    let after = B::after_point(&state).unwrap();
-    assert_eq!(after["consistency"], Value::from("pass"), "{}", b.name());
-    state
 }
 
 #[test]
@@ -137,24 +110,7 @@ fn tpcc_standard_mix_is_consistent_and_a_corrupted_d_ytd_is_reported() {
         warehouses: 1,
         scale: crate::workload::tpcc::TpccScale::tiny(),
     };
-    let state = b.setup("standard", &two_threads()).unwrap();
-    assert_eq!(state.check().unwrap(), Vec::<String>::new(), "at load");
-    let before = Tpcc::counters(&state);
-    let r = measure_point(&spec(2), &state, Tpcc::op, Tpcc::counters, &mut |_, _| {}).unwrap();
-    assert!(r.ops() > 0);
-    let after = Tpcc::counters(&state);
-    for kind in [
-        "new_order",
-        "payment",
-        "order_status",
-        "delivery",
-        "stock_level",
-    ] {
-        let n = format!("tpcc.{kind}");
-        assert!(after[&n] > before[&n], "no {n} ran: {after:?}");
-    }
-    let m = Tpcc::after_point(&state).unwrap();
-    assert_eq!(m["consistency"], Value::from("pass"));
+    let state = tpcc_smoke(&b);
     assert!(matches!(state.engine, Engine::Peer { .. }));
     corrupt_district(&b);
 }

@@ -34,6 +34,7 @@ pub mod tpcb;
 pub mod tpcc;
 pub mod tpcc_load;
 
+use super::super::per_worker::PerWorker;
 use super::super::tpcc::gen::NuRandConstants;
 use super::super::tpcc::TpccScale;
 use super::super::EngineKind;
@@ -43,7 +44,7 @@ use crate::runner::ThreadCtx;
 use mysql::prelude::{FromValue, Queryable};
 use mysql::Row;
 use server::Server;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
 /// The engine's name in reports and errors.
 pub const ENGINE: &str = "mariadb";
@@ -134,7 +135,7 @@ pub struct Session<S> {
 /// A private server with one [`Session`] per worker.
 pub struct Db<S> {
     // Closed before the server stops (declaration order).
-    sessions: Vec<Mutex<Session<S>>>,
+    sessions: PerWorker<Session<S>>,
     server: Server,
 }
 
@@ -150,14 +151,12 @@ impl<S> Db<S> {
         connections: usize,
         prepare: impl Fn(usize, &mut mysql::Conn) -> mysql::Result<S>,
     ) -> Result<Db<S>> {
-        let sessions = (0..connections.max(1))
-            .map(|i| {
-                let mut conn = server.connect(Some(server::DATABASE))?;
-                let st = prepare(i, &mut conn)
-                    .map_err(|e| BenchError::peer(ENGINE, "preparing the statements", e))?;
-                Ok(Mutex::new(Session { conn, st }))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let sessions = PerWorker::new("MariaDB connection", connections.max(1), |i| {
+            let mut conn = server.connect(Some(server::DATABASE))?;
+            let st = prepare(i, &mut conn)
+                .map_err(|e| BenchError::peer(ENGINE, "preparing the statements", e))?;
+            Ok(Session { conn, st })
+        })?;
         Ok(Db { sessions, server })
     }
 
@@ -172,17 +171,7 @@ impl<S> Db<S> {
     /// [`BenchError::InvalidArgument`] if there is no session for that worker;
     /// [`BenchError::Check`] if another thread panicked holding it.
     pub fn session(&self, thread_idx: usize) -> Result<MutexGuard<'_, Session<S>>> {
-        let m = self.sessions.get(thread_idx).ok_or_else(|| {
-            BenchError::invalid(
-                "threads",
-                format!(
-                    "worker {thread_idx} has no MariaDB connection ({} were opened)",
-                    self.sessions.len()
-                ),
-            )
-        })?;
-        m.lock()
-            .map_err(|_| BenchError::Check(format!("MariaDB connection {thread_idx} poisoned")))
+        self.sessions.get(thread_idx)
     }
 
     /// Runs `body` as one transaction named `what` on worker `thread_idx`'s session:

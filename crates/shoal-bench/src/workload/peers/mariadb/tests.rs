@@ -4,10 +4,11 @@
 //! after the state is dropped. When MariaDB is not installed each test prints
 //! "skipped: …" and returns.
 
+use super::super::testkit::{smoke, tpcc_smoke};
 use super::super::{InsertPeer, PeerSetup};
 use super::server::{self, Server};
 use super::*;
-use crate::runner::{measure_point, MicroBench, PointSpec, RunConfig, ThreadCtx};
+use crate::runner::{MicroBench, ThreadCtx};
 use crate::workload::insert::Insert;
 use crate::workload::select1::Select1;
 use crate::workload::tpcb::Tpcb;
@@ -43,32 +44,6 @@ fn own_conn(root: &Path) -> mysql::Conn {
         .user(Some("root"))
         .db_name(Some(server::DATABASE));
     mysql::Conn::new(o).unwrap()
-}
-
-fn two_threads() -> (RunConfig, PointSpec) {
-    let run = RunConfig {
-        threads: vec![2],
-        ..RunConfig::default()
-    };
-    let spec = PointSpec {
-        threads: 2,
-        warmup_s: 0.0,
-        duration_s: 0.3,
-        latency_sample_every: 1,
-        seed: 5,
-    };
-    (run, spec)
-}
-
-/// Sets `b` up, measures one point with two threads and checks it did work and passed.
-fn smoke<B: MicroBench>(b: &B, variant: &str) -> B::State {
-    let (run, spec) = two_threads();
-    let state = b.setup(variant, &run).unwrap();
-    let r = measure_point(&spec, &state, B::op, B::counters, &mut |_, _| {}).unwrap();
-    assert!(r.ops() > 0, "{variant}: no transaction ran");
-    let after = B::after_point(&state).unwrap();
-    assert_eq!(after["consistency"], J::from("pass"), "{variant}");
-    state
 }
 
 fn failed(m: &serde_json::Map<String, J>) -> String {
@@ -151,18 +126,7 @@ fn tpcc_standard_mix_is_consistent_and_a_corrupted_d_ytd_is_reported() {
         warehouses: 1,
         scale: TpccScale::tiny(),
     };
-    let state = smoke(&b, "standard");
-    let counters = Tpcc::counters(&state);
-    for kind in [
-        "new_order",
-        "payment",
-        "order_status",
-        "delivery",
-        "stock_level",
-    ] {
-        let n = counters.get(&format!("tpcc.{kind}")).copied().unwrap_or(0);
-        assert!(n > 0, "no {kind} ran: {counters:?}");
-    }
+    let state = tpcc_smoke(&b);
     own_conn(root.path())
         .query_drop("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = 1 AND d_id = 3")
         .unwrap();

@@ -36,6 +36,7 @@ pub mod tpcc_txns;
 mod tests;
 
 use super::super::dbdir::DbDir;
+use super::super::per_worker::PerWorker;
 use super::super::tpcc::gen::NuRandConstants;
 use super::super::tpcc::TpccScale;
 use super::super::EngineKind;
@@ -45,7 +46,7 @@ use crate::runner::ThreadCtx;
 use postgres::error::SqlState;
 use postgres::Client;
 use server::{Binaries, PgServer, ServerSettings};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
 /// The engine's name in errors and reports.
 pub const ENGINE: &str = "postgres";
@@ -201,7 +202,7 @@ pub struct PgConn<S> {
 /// A server with one connection per worker.
 pub struct PgDb<S> {
     // Dropped first (field order): the connections close before the server stops.
-    conns: Vec<Mutex<PgConn<S>>>,
+    conns: PerWorker<PgConn<S>>,
     server: PgServer,
 }
 
@@ -216,13 +217,12 @@ impl<S> PgDb<S> {
         workers: usize,
         prepare: impl Fn(usize, &mut Client) -> std::result::Result<S, postgres::Error>,
     ) -> Result<PgDb<S>> {
-        let mut conns = Vec::with_capacity(workers.max(1));
-        for i in 0..workers.max(1) {
+        let conns = PerWorker::new("PostgreSQL connection", workers.max(1), |i| {
             let mut client = server.connect()?;
             let st = prepare(i, &mut client)
                 .map_err(|e| BenchError::peer(ENGINE, "preparing the statements", describe(&e)))?;
-            conns.push(Mutex::new(PgConn { client, st }));
-        }
+            Ok(PgConn { client, st })
+        })?;
         Ok(PgDb { conns, server })
     }
 
@@ -237,17 +237,7 @@ impl<S> PgDb<S> {
     /// [`BenchError::InvalidArgument`] if there is no connection for that worker;
     /// [`BenchError::Check`] if another thread panicked holding it.
     pub fn conn(&self, thread_idx: usize) -> Result<MutexGuard<'_, PgConn<S>>> {
-        let m = self.conns.get(thread_idx).ok_or_else(|| {
-            BenchError::invalid(
-                "threads",
-                format!(
-                    "worker {thread_idx} has no PostgreSQL connection ({} were opened)",
-                    self.conns.len()
-                ),
-            )
-        })?;
-        m.lock()
-            .map_err(|_| BenchError::Check(format!("PostgreSQL connection {thread_idx} poisoned")))
+        self.conns.get(thread_idx)
     }
 
     /// Runs `body` as one READ COMMITTED transaction on worker `thread_idx`'s connection

@@ -4,14 +4,13 @@
 //! the server and its directory are gone after drop; the pgbench cross-check reports tps.
 //! Without PostgreSQL installed each test prints "skipped: ..." and returns.
 
+use super::super::testkit::{smoke, tpcc_smoke};
 use super::*;
-use crate::runner::{measure_point, MicroBench, PointSpec, RunConfig};
 use crate::workload::insert::Insert;
 use crate::workload::select1::Select1;
 use crate::workload::tpcb::{check_sums, Tpcb};
 use crate::workload::tpcc::{Tpcc, TpccScale};
 use crate::workload::WorkloadOptions;
-use serde_json::Value;
 
 /// Whether PostgreSQL can run here; prints why not.
 fn installed() -> bool {
@@ -30,44 +29,18 @@ fn opts() -> WorkloadOptions {
     o
 }
 
-fn two_threads() -> (RunConfig, PointSpec) {
-    let run = RunConfig {
-        threads: vec![2],
-        ..RunConfig::default()
-    };
-    let spec = PointSpec {
-        threads: 2,
-        warmup_s: 0.0,
-        duration_s: 0.5,
-        latency_sample_every: 1,
-        seed: 7,
-    };
-    (run, spec)
-}
-
-/// Runs one point of `b` with two threads; returns the consistency field.
-fn run_point<B: MicroBench>(b: &B, variant: &str) -> (u64, Value) {
-    let (run, spec) = two_threads();
-    let state = b.setup(variant, &run).unwrap();
-    let r = measure_point(&spec, &state, B::op, B::counters, &mut |_, _| {}).unwrap();
-    let after = B::after_point(&state).unwrap();
-    (r.ops(), after["consistency"].clone())
-}
-
 #[test]
 fn select1_runs_consistently_with_two_threads() {
     if !installed() {
         return;
     }
-    let (ops, consistency) = run_point(
+    smoke(
         &Select1 {
             opts: opts(),
             scale: 1,
         },
         "select1",
     );
-    assert!(ops > 0);
-    assert_eq!(consistency, Value::from("pass"));
 }
 
 #[test]
@@ -75,15 +48,13 @@ fn tpcb_runs_consistently_with_two_threads() {
     if !installed() {
         return;
     }
-    let (ops, consistency) = run_point(
+    smoke(
         &Tpcb {
             opts: opts(),
             scale: 1,
         },
         "tpcb",
     );
-    assert!(ops > 0);
-    assert_eq!(consistency, Value::from("pass"));
 }
 
 #[test]
@@ -91,9 +62,7 @@ fn insert_runs_consistently_with_two_threads() {
     if !installed() {
         return;
     }
-    let (ops, consistency) = run_point(&Insert { opts: opts() }, "insert");
-    assert!(ops > 0);
-    assert_eq!(consistency, Value::from("pass"));
+    smoke(&Insert { opts: opts() }, "insert");
 }
 
 #[test]
@@ -106,25 +75,7 @@ fn tpcc_standard_mix_runs_consistently_with_two_threads() {
         warehouses: 2,
         scale: TpccScale::tiny(),
     };
-    let (run, spec) = two_threads();
-    let state = b.setup("standard", &run).unwrap();
-    assert_eq!(state.check().unwrap(), Vec::<String>::new(), "at load");
-    let before = Tpcc::counters(&state);
-    let r = measure_point(&spec, &state, Tpcc::op, Tpcc::counters, &mut |_, _| {}).unwrap();
-    assert!(r.ops() > 0);
-    let after = Tpcc::counters(&state);
-    for kind in [
-        "new_order",
-        "payment",
-        "order_status",
-        "delivery",
-        "stock_level",
-    ] {
-        let n = format!("tpcc.{kind}");
-        assert!(after[&n] > before[&n], "no {n} ran");
-    }
-    let m = Tpcc::after_point(&state).unwrap();
-    assert_eq!(m["consistency"], Value::from("pass"));
+    tpcc_smoke(&b);
 }
 
 fn setup_for(o: &WorkloadOptions, workers: usize, pool_bytes: u64) -> PeerSetup<'_> {
