@@ -193,8 +193,8 @@ impl WorkloadRun {
 
 impl WorkloadRun {
     /// The engines of the run that can run here; each one that cannot is named on standard
-    /// error (`skipping <engine>: <reason>`) with the reason and how to install it (issue 8: a missing peer is skipped, not
-    /// fatal).
+    /// error (`skipping <engine>: <reason>`) with how to install it (issue 8: a missing
+    /// peer is skipped, not fatal).
     pub fn available_engines(&self) -> Vec<EngineKind> {
         self.engines
             .iter()

@@ -56,23 +56,20 @@ pub fn on_path(program: &str) -> bool {
 /// Whether Derby can run: `java` on `$PATH` and the harness's jar built.
 ///
 /// # Errors
-/// A one-line reason with the install command.
-pub fn availability(kind: EngineKind) -> std::result::Result<(), String> {
-    availability_with(kind, &derby_jar())
+/// A one-line reason with the install command (without the engine name, which
+/// [`super::availability`] adds).
+pub fn availability() -> std::result::Result<(), String> {
+    availability_with(&derby_jar())
 }
 
 /// [`availability`] with the jar at `jar`.
-fn availability_with(kind: EngineKind, jar: &std::path::Path) -> std::result::Result<(), String> {
+fn availability_with(jar: &std::path::Path) -> std::result::Result<(), String> {
     if !on_path("java") {
-        return Err(format!(
-            "{}: `java` is not on PATH; run peers/install.sh",
-            kind.name()
-        ));
+        return Err("`java` is not on PATH; run peers/install.sh".to_string());
     }
     if !jar.is_file() {
         return Err(format!(
-            "{}: the Derby harness {} is not built; run peers/install.sh",
-            kind.name(),
+            "the Derby harness {} is not built; run peers/install.sh",
             jar.display()
         ));
     }
@@ -338,7 +335,7 @@ mod tests {
     #[test]
     fn a_missing_jar_is_named_with_the_install_command() {
         let jar = std::path::Path::new("/nonexistent/shoal-derby-peer.jar");
-        let r = availability_with(EngineKind::DerbyEmbedded, jar);
+        let r = availability_with(jar);
         if on_path("java") {
             let e = r.unwrap_err();
             assert!(
@@ -360,7 +357,7 @@ mod smoke {
     use crate::workload::suite::consistency_failures;
 
     fn run(kind: EngineKind, workload: &'static str, variant: &'static str) {
-        if let Err(why) = availability(kind) {
+        if let Err(why) = availability() {
             eprintln!("skipped: {why}");
             return;
         }

@@ -64,8 +64,9 @@ pub trait PeerEngine: Sync {
     /// Whether the engine can run here.
     ///
     /// # Errors
-    /// A one-line reason naming what is missing and how to install it (e.g. "initdb not
-    /// found; run peers/install.sh"); the run then skips this engine.
+    /// A one-line reason naming what is missing and how to install it, without the engine's
+    /// name, which [`availability`] adds (e.g. "initdb not found; run peers/install.sh");
+    /// the run then skips this engine.
     fn availability(&self) -> std::result::Result<(), String>;
 
     /// Creates `select1`'s table `test(a INT4 PRIMARY KEY, b 96 bytes)` and loads `rows`
@@ -263,21 +264,15 @@ pub fn in_process(kind: EngineKind) -> Option<&'static dyn PeerEngine> {
     }
 }
 
-/// Whether `kind` can run on this machine: `Err` with a one-line reason that starts with the
-/// engine's name and gives the install command, for a peer that is not installed (the run
-/// skips it).
+/// Whether `kind` can run on this machine: `Err` with a one-line reason, `<engine>: <what is
+/// missing and the install command>`, for a peer that is not installed (the run skips it).
 pub fn availability(kind: EngineKind) -> std::result::Result<(), String> {
-    match kind {
-        EngineKind::Shoal | EngineKind::Sqlite => Ok(()),
-        EngineKind::DerbyEmbedded | EngineKind::DerbyNetwork => external::availability(kind),
-        other => match in_process(other) {
-            Some(p) => p.availability(),
-            None => Err(format!(
-                "{}: this build has no driver for it yet (issue 8)",
-                other.name()
-            )),
-        },
-    }
+    let reason = if kind.is_external() {
+        external::availability()
+    } else {
+        in_process(kind).map_or(Ok(()), |p| p.availability())
+    };
+    reason.map_err(|why| format!("{}: {why}", kind.name()))
 }
 
 /// The in-process peer for `opts.engine`, checked to be available, and the setup a workload
@@ -298,8 +293,7 @@ pub fn peer_for(
             format!("{} is not an in-process peer", kind.name()),
         )
     })?;
-    peer.availability()
-        .map_err(|why| crate::BenchError::invalid("--engine", why))?;
+    availability(kind).map_err(|why| crate::BenchError::invalid("--engine", why))?;
     let setup = PeerSetup {
         opts,
         pool_bytes,

@@ -64,9 +64,7 @@ impl PeerEngine for Mariadb {
     fn availability(&self) -> std::result::Result<(), String> {
         for program in ["mariadbd", "mariadb-install-db"] {
             if server::find_program(program).is_none() {
-                return Err(format!(
-                    "{ENGINE}: {program} not found; run peers/install.sh"
-                ));
+                return Err(format!("{program} not found; run peers/install.sh"));
             }
         }
         Ok(())

@@ -74,7 +74,7 @@ impl Binaries {
     /// `initdb`, else the newest `/usr/lib/postgresql/<version>/bin` (Debian's layout).
     ///
     /// # Errors
-    /// "postgres: initdb not found; run peers/install.sh" when neither has them.
+    /// "initdb not found; run peers/install.sh" when neither has them.
     pub fn find() -> std::result::Result<Binaries, String> {
         let mut candidates = Vec::new();
         if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
@@ -95,7 +95,7 @@ impl Binaries {
         dirs.iter()
             .find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
             .map(|d| Binaries { bindir: d.clone() })
-            .ok_or_else(|| format!("{ENGINE}: initdb not found; run peers/install.sh"))
+            .ok_or_else(|| "initdb not found; run peers/install.sh".to_string())
     }
 
     /// The program `name` in [`Binaries::bindir`].
@@ -455,7 +455,7 @@ mod tests {
     fn missing_binaries_say_how_to_install() {
         let empty = tempfile::tempdir().unwrap();
         let e = Binaries::find_in(&[empty.path().to_path_buf()]).unwrap_err();
-        assert_eq!(e, "postgres: initdb not found; run peers/install.sh");
+        assert_eq!(e, "initdb not found; run peers/install.sh");
         assert!(Binaries::find_in(&[]).is_err());
         std::fs::write(empty.path().join("initdb"), b"").unwrap();
         std::fs::write(empty.path().join("postgres"), b"").unwrap();
