@@ -61,6 +61,13 @@ const SP_PREFIX_HEAD: usize = 32;
 const PREFIX_HEAD_BYTES: usize = 8;
 /// Bytes of a key that a hint holds.
 const HINT_BYTES: usize = 4;
+/// Byte offset of entry 0's hint: the slot array follows the special area, and a hint is
+/// the second half of its 8-byte slot.
+const HINTS_AT: usize = SPECIAL_OFFSET + SPECIAL_BYTES + FIRST_ENTRY * NODE_SLOT_SIZE + 4;
+/// Probes of a node's binary search whose slots are prefetched together (1 + 2 + 4 lines).
+const PREFETCH_SEARCH_DEPTH: u32 = 3;
+/// Slot arrays shorter than this many bytes (four cache lines) are not prefetched.
+const PREFETCH_MIN_SLOT_BYTES: usize = 256;
 const FENCE_INFINITE: u8 = 0;
 const FENCE_KEY: u8 = 1;
 /// Bytes of an entry before its key (the key length).
@@ -189,6 +196,24 @@ impl<'k> Probe<'k> {
     }
 }
 
+/// The first index of `[start, end)` for which `below` is false, where `below` is true on a
+/// prefix of the range and false after it; `end` if it is true throughout. Branch-free: each
+/// step halves the range with a conditional move, `log2(end - start) + 1` calls of `below`.
+#[inline(always)]
+fn lower_bound(start: usize, end: usize, below: impl Fn(usize) -> bool) -> usize {
+    if start >= end {
+        return start;
+    }
+    let (mut base, mut size) = (start, end - start);
+    while size > 1 {
+        let half = size / 2;
+        let mid = base + half;
+        base = if below(mid) { mid } else { base };
+        size -= half;
+    }
+    base + usize::from(below(base))
+}
+
 /// A read view of a node. The fields are a snapshot taken by [`Node::open`].
 pub(crate) struct Node<'a, P: PageRead + ?Sized> {
     s: Slotted<'a, P>,
@@ -224,8 +249,12 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 "not a B-tree node (special area, slot format or fences)",
             ));
         }
+        // The special area is whole aligned words (checked above: it starts at
+        // SPECIAL_OFFSET and is SPECIAL_BYTES long): five 8-byte loads.
         let mut sp = [0u8; SPECIAL_BYTES];
-        s.read_special(0, &mut sp)?;
+        for (i, w) in sp.chunks_exact_mut(8).enumerate() {
+            w.copy_from_slice(&page.u64_at(SPECIAL_OFFSET + 8 * i).to_le_bytes());
+        }
         let u64_at = |o: usize| u64::from_le_bytes(sp[o..o + 8].try_into().expect("8 bytes"));
         let level = u16::from_le_bytes([sp[SP_LEVEL], sp[SP_LEVEL + 1]]);
         let ty = crate::page::header::page_type(page);
@@ -367,22 +396,60 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             Ordering::Equal => {}
         }
         let probe = Probe::new(key, self.prefix_len);
-        let (mut lo, mut hi) = (0, count);
+        if count == 0 {
+            return Ok(Err(0));
+        }
+        self.prefetch_search_slots(count);
+        // Lower bound on the hints, branch-free (the comparison feeds a conditional move, so
+        // the loop has no unpredictable branch): the first entry whose hint is not below the
+        // probe's. Hints never decrease in key order, so the keys with the probe's hint form
+        // one run from there; usually it is one entry long, but a node whose keys share more
+        // than the prefix (the root, whose prefix is empty, of a tree of small integers) has
+        // long runs, which a binary search over the full keys then narrows.
+        let page = self.s.page();
+        // In bounds: Node::open checked the special area's length and the 8-byte slot
+        // format, and Slotted::open that the slot array of `count + 2` slots ends inside
+        // the page; every index passed is < count.
+        let hint_at = |i: usize| page.u32_at(HINTS_AT + NODE_SLOT_SIZE * i);
+        let lo = lower_bound(0, count, |i| hint_at(i) < probe.hint);
+        if lo == count || hint_at(lo) != probe.hint {
+            return Ok(Err(lo));
+        }
+        let hi = if lo + 1 == count || hint_at(lo + 1) != probe.hint {
+            lo + 1
+        } else {
+            lower_bound(lo + 1, count, |i| hint_at(i) <= probe.hint)
+        };
+        let (mut lo, mut hi) = (lo, hi);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let hint = self.s.hint(FIRST_ENTRY + mid)?;
-            let ord = if hint != probe.hint {
-                hint.cmp(&probe.hint)
-            } else {
-                self.cmp_probe(mid, &probe)?
-            };
-            match ord {
+            match self.cmp_probe(mid, &probe)? {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(Ok(mid)),
             }
         }
         Ok(Err(lo))
+    }
+
+    /// Prefetches the slots a binary search over `count` entries reads in its first
+    /// [`PREFETCH_SEARCH_DEPTH`] probes, whatever the key (the midpoint, then the quartiles,
+    /// then the octiles), so their cache misses overlap instead of following one another;
+    /// the probes after them fall within a few lines of each other. Skipped for a node whose
+    /// slot array is only a few lines long.
+    #[inline]
+    fn prefetch_search_slots(&self, count: usize) {
+        if count * NODE_SLOT_SIZE < PREFETCH_MIN_SLOT_BYTES {
+            return;
+        }
+        let page = self.s.page();
+        let base = SPECIAL_OFFSET + SPECIAL_BYTES + FIRST_ENTRY * NODE_SLOT_SIZE;
+        for d in 1..=PREFETCH_SEARCH_DEPTH {
+            let parts = 1usize << d;
+            for j in (1..parts).step_by(2) {
+                page.prefetch(base + count * j / parts * NODE_SLOT_SIZE);
+            }
+        }
     }
 
     /// The prefix length every key of the node shares, in bytes.
@@ -796,5 +863,28 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
                 .set_hint(FIRST_ENTRY + i, hint_of(&key, prefix_len))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lower_bound;
+
+    /// `lower_bound` agrees with `partition_point` on every split of every short range,
+    /// including empty ranges and ranges that do not start at 0.
+    #[test]
+    fn lower_bound_matches_partition_point() {
+        for start in 0..5usize {
+            for end in start..start + 40 {
+                for split in start..=end {
+                    let got = lower_bound(start, end, |i| i < split);
+                    let want = start
+                        + (start..end)
+                            .collect::<Vec<_>>()
+                            .partition_point(|&i| i < split);
+                    assert_eq!(got, want, "[{start}, {end}) split at {split}");
+                }
+            }
+        }
     }
 }

@@ -57,6 +57,7 @@
 mod cleaner;
 mod frame;
 mod guard;
+mod mem;
 mod page_table;
 mod pool;
 mod wal;

@@ -27,12 +27,10 @@ impl PageTable {
     pub(crate) fn new(frames: usize) -> PageTable {
         let n = frames.next_power_of_two().max(2);
         PageTable {
-            buckets: (0..n)
-                .map(|_| Bucket {
-                    latch: HybridLatch::new(),
-                    head: AtomicU32::new(NIL),
-                })
-                .collect(),
+            buckets: super::mem::huge_slice(n, |_| Bucket {
+                latch: HybridLatch::new(),
+                head: AtomicU32::new(NIL),
+            }),
             shift: 64 - n.trailing_zeros(),
         }
     }
@@ -47,10 +45,11 @@ impl PageTable {
     /// Walks a chain looking for `pid`. Under an optimistic read the links may be torn, so
     /// the walk is bounded and bounds-checked; the caller validates afterwards.
     #[inline]
-    fn walk(frames: &[Frame], head: u32, pid: PageId) -> Option<u32> {
+    fn walk(frames: &[Frame], head: u32, pid: PageId, visit: impl Fn(u32)) -> Option<u32> {
         let mut f = head;
         let mut steps = 0;
         while f != NIL && steps <= frames.len() {
+            visit(f);
             let fr = frames.get(f as usize)?;
             if fr.page_id.load(Relaxed) == pid.0 {
                 return Some(f);
@@ -62,13 +61,16 @@ impl PageTable {
     }
 
     /// The frame holding `pid`, if any. Takes no latch and writes nothing (waits only if a
-    /// writer holds the bucket at that instant).
+    /// writer holds the bucket at that instant). `visit` is called with each frame number
+    /// of the chain before that frame is read (the number may be garbage under a concurrent
+    /// change): the optimistic fix path prefetches the frame's page there, so that the
+    /// frame's descriptor and its page header are fetched from memory in parallel.
     #[inline]
-    pub(crate) fn lookup(&self, frames: &[Frame], pid: PageId) -> Option<u32> {
+    pub(crate) fn lookup(&self, frames: &[Frame], pid: PageId, visit: impl Fn(u32)) -> Option<u32> {
         let b = self.bucket(pid);
         loop {
             let g = b.latch.optimistic();
-            let found = Self::walk(frames, b.head.load(Relaxed), pid);
+            let found = Self::walk(frames, b.head.load(Relaxed), pid, &visit);
             if g.validate().is_ok() {
                 return found;
             }
@@ -81,7 +83,7 @@ impl PageTable {
     pub(crate) fn insert(&self, frames: &[Frame], pid: PageId, f: u32) -> Result<(), u32> {
         let b = self.bucket(pid);
         let _x = b.latch.exclusive();
-        if let Some(existing) = Self::walk(frames, b.head.load(Relaxed), pid) {
+        if let Some(existing) = Self::walk(frames, b.head.load(Relaxed), pid, |_| {}) {
             return Err(existing);
         }
         let fr = &frames[f as usize];
@@ -134,14 +136,14 @@ mod tests {
         }
         assert_eq!(t.insert(&frames, PageId(103), 0), Err(3));
         for f in 0..8u32 {
-            assert_eq!(t.lookup(&frames, PageId(100 + f as u64)), Some(f));
+            assert_eq!(t.lookup(&frames, PageId(100 + f as u64), |_| {}), Some(f));
         }
         t.remove(&frames, PageId(105), 5);
         t.remove(&frames, PageId(100), 0);
-        assert_eq!(t.lookup(&frames, PageId(105)), None);
-        assert_eq!(t.lookup(&frames, PageId(100)), None);
-        assert_eq!(t.lookup(&frames, PageId(107)), Some(7));
+        assert_eq!(t.lookup(&frames, PageId(105), |_| {}), None);
+        assert_eq!(t.lookup(&frames, PageId(100), |_| {}), None);
+        assert_eq!(t.lookup(&frames, PageId(107), |_| {}), Some(7));
         assert!(!PageId(frames[5].page_id.load(Relaxed)).is_valid());
-        assert_eq!(t.lookup(&frames, PageId(999)), None);
+        assert_eq!(t.lookup(&frames, PageId(999), |_| {}), None);
     }
 }

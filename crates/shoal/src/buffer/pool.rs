@@ -3,6 +3,7 @@
 use super::cleaner::Cleaner;
 use super::frame::Frame;
 use super::guard::{ExclusiveGuard, OptimisticPage, SharedGuard};
+use super::mem;
 use super::page_table::PageTable;
 use super::wal::WalHook;
 use crate::error::{Error, Result};
@@ -49,20 +50,6 @@ pub struct BufferPool {
     cleaner: OnceLock<Cleaner>,
 }
 
-/// Allocates `n` zeroed atomic words with `calloc`-like lazy zeroing, so untouched frames
-/// cost no resident memory.
-fn zeroed_words(n: usize) -> Box<[AtomicU64]> {
-    let v: Vec<u64> = vec![0; n];
-    let mut v = std::mem::ManuallyDrop::new(v.into_boxed_slice());
-    let len = v.len();
-    let ptr = v.as_mut_ptr() as *mut AtomicU64;
-    // SAFETY: AtomicU64 has the same size, bit validity and (on every 64-bit target we
-    // support, checked below) alignment as u64; the allocation is handed over whole.
-    const _: () =
-        assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>() || cfg!(loom));
-    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }
-}
-
 thread_local! {
     /// Per-thread I/O scratch page (aligned for O_DIRECT), reused across calls.
     static SCRATCH: RefCell<Option<AlignedBuf>> = const { RefCell::new(None) };
@@ -95,8 +82,8 @@ impl BufferPool {
         let page_size = options.page_size_bytes;
         let words_per_page = page_size / 8;
         let pool = Arc::new(BufferPool {
-            frames: (0..frames).map(|_| Frame::new()).collect(),
-            mem: zeroed_words(frames * words_per_page),
+            frames: mem::huge_slice(frames, |_| Frame::new()),
+            mem: mem::zeroed_words(frames * words_per_page),
             words_per_page,
             page_size,
             table: PageTable::new(frames),
@@ -148,6 +135,18 @@ impl BufferPool {
         &self.mem[s..s + self.words_per_page]
     }
 
+    /// Prefetches the first two cache lines of frame `f`'s page (the common, slotted and
+    /// B-tree headers an optimistic reader reads first); nothing for a frame number out of
+    /// range.
+    #[inline(always)]
+    fn prefetch_head(&self, f: u32) {
+        if (f as usize) < self.frames.len() {
+            let page = AtomicBytes::new(self.words(f));
+            page.prefetch(0);
+            page.prefetch(64);
+        }
+    }
+
     #[inline]
     fn record_wait(&self, pid: PageId, waited: Option<Duration>) {
         if let Some(w) = waited {
@@ -175,7 +174,7 @@ impl BufferPool {
     pub fn fix_shared(&self, pid: PageId) -> Result<SharedGuard<'_>> {
         Self::check_pid(pid)?;
         loop {
-            if let Some(f) = self.table.lookup(&self.frames, pid) {
+            if let Some(f) = self.table.lookup(&self.frames, pid, |_| {}) {
                 let fr = &self.frames[f as usize];
                 let (latch, waited) = fr.latch.shared_timed();
                 if fr.page_id.load(Relaxed) == pid.0 {
@@ -199,7 +198,7 @@ impl BufferPool {
     pub fn fix_exclusive(&self, pid: PageId) -> Result<ExclusiveGuard<'_>> {
         Self::check_pid(pid)?;
         loop {
-            if let Some(f) = self.table.lookup(&self.frames, pid) {
+            if let Some(f) = self.table.lookup(&self.frames, pid, |_| {}) {
                 let fr = &self.frames[f as usize];
                 let (latch, waited) = fr.latch.exclusive_timed();
                 if fr.page_id.load(Relaxed) == pid.0 {
@@ -240,7 +239,7 @@ impl BufferPool {
     pub fn fix_uninit(&self, pid: PageId) -> Result<ExclusiveGuard<'_>> {
         Self::check_pid(pid)?;
         loop {
-            if let Some(f) = self.table.lookup(&self.frames, pid) {
+            if let Some(f) = self.table.lookup(&self.frames, pid, |_| {}) {
                 let fr = &self.frames[f as usize];
                 let latch = fr.latch.exclusive();
                 if fr.page_id.load(Relaxed) == pid.0 {
@@ -270,7 +269,10 @@ impl BufferPool {
     pub fn fix_optimistic(&self, pid: PageId) -> Result<OptimisticPage<'_>> {
         Self::check_pid(pid)?;
         loop {
-            if let Some(f) = self.table.lookup(&self.frames, pid) {
+            if let Some(f) = self
+                .table
+                .lookup(&self.frames, pid, |f| self.prefetch_head(f))
+            {
                 let fr = &self.frames[f as usize];
                 let g = fr.latch.optimistic();
                 // The page id is checked again by `validate`'s version test: it changes only
@@ -487,7 +489,7 @@ impl BufferPool {
     /// The write error, or [`Error::PoolFailed`] after an earlier failure.
     pub fn flush_page(&self, pid: PageId) -> Result<()> {
         Self::check_pid(pid)?;
-        let Some(f) = self.table.lookup(&self.frames, pid) else {
+        let Some(f) = self.table.lookup(&self.frames, pid, |_| {}) else {
             return Ok(()); // not resident: nothing unwritten
         };
         let _s = self.frames[f as usize].latch.shared();

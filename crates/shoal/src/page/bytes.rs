@@ -61,6 +61,13 @@ pub trait PageRead {
         self.read_into(offset, &mut b[..n]);
         u64::from_be_bytes(b)
     }
+    /// Hints that the cache line holding byte `offset` will be read soon (a software
+    /// prefetch). Changes nothing and never fails; an `offset` past the page is ignored. The
+    /// default does nothing; the frame images of the buffer pool prefetch.
+    #[inline(always)]
+    fn prefetch(&self, offset: usize) {
+        let _ = offset;
+    }
     /// Copies `len` bytes at `offset` into a new vector.
     fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
@@ -145,7 +152,10 @@ impl<'a> AtomicBytes<'a> {
     }
 }
 
-/// Copies bytes `[offset, offset + dst.len())` of `words` into `dst` with relaxed loads.
+/// Copies bytes `[offset, offset + dst.len())` of `words` into `dst` with relaxed loads:
+/// whole words as fixed 8-byte copies, the partial words at either end byte by byte (a
+/// variable-length `memcpy` call per word would cost more than the copy on the short reads
+/// that dominate: headers, keys, 8-byte values).
 #[inline]
 fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
     let end = offset
@@ -157,8 +167,16 @@ fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
     while pos < end {
         let w = words[pos / 8].load(Relaxed).to_ne_bytes();
         let start = pos % 8;
+        if start == 0 && end - pos >= 8 {
+            dst[out..out + 8].copy_from_slice(&w);
+            pos += 8;
+            out += 8;
+            continue;
+        }
         let n = (8 - start).min(end - pos);
-        dst[out..out + n].copy_from_slice(&w[start..start + n]);
+        for (d, b) in dst[out..out + n].iter_mut().zip(&w[start..start + n]) {
+            *d = *b;
+        }
         pos += n;
         out += n;
     }
@@ -179,7 +197,9 @@ fn atomic_read_small<const N: usize>(words: &[AtomicU64], offset: usize) -> [u8;
     out
 }
 
-/// [`PageRead::head_be`] with at most two relaxed loads.
+/// [`PageRead::head_be`] with at most two relaxed loads and no copy: the bytes of the one or
+/// two words read big-endian make a 128-bit number whose top 64 bits, after a shift by the
+/// start within the first word, are the 8 bytes at `offset`; the bytes past `n` are masked.
 #[inline(always)]
 fn atomic_head_be(words: &[AtomicU64], offset: usize, n: usize) -> u64 {
     assert!(n <= 8, "a head is at most 8 bytes");
@@ -187,16 +207,18 @@ fn atomic_head_be(words: &[AtomicU64], offset: usize, n: usize) -> u64 {
         return 0;
     }
     let (w, start) = (offset / 8, offset % 8);
-    // A word's bytes in memory order are its native-endian bytes (as in `atomic_read`).
-    let lo = words[w].load(Relaxed).to_ne_bytes();
-    let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&lo);
-    if start + n > 8 {
-        b[8..].copy_from_slice(&words[w + 1].load(Relaxed).to_ne_bytes());
-    }
-    let mut out = [0u8; 8];
-    out[..n].copy_from_slice(&b[start..start + n]);
-    u64::from_be_bytes(out)
+    // A word's bytes in memory order are its native-endian bytes (as in `atomic_read`), so
+    // `from_be_bytes` of them is the word read as a big-endian number.
+    let hi = u64::from_be_bytes(words[w].load(Relaxed).to_ne_bytes());
+    let lo = if start + n > 8 {
+        u64::from_be_bytes(words[w + 1].load(Relaxed).to_ne_bytes())
+    } else {
+        0
+    };
+    let both = ((hi as u128) << 64) | lo as u128;
+    let head = ((both << (start * 8)) >> 64) as u64;
+    // Keep the first n bytes: n is 1..=8, so the shift is 0..=56.
+    head & (u64::MAX << ((8 - n) * 8))
 }
 
 /// Writes `src` at `offset` with relaxed stores; partial words are read-modify-written, which
@@ -228,6 +250,20 @@ fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
     }
 }
 
+/// Issues a software prefetch (to all cache levels) of the line holding `w`.
+#[inline(always)]
+fn prefetch_line(w: &AtomicU64) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: PREFETCHT0 only hints the cache; it reads no value into the program and cannot
+    // fault, and `w` is a live reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(w.as_ptr() as *const i8);
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = w;
+}
+
 /// `PageRead` for the atomic page types: relaxed loads, one load for a small read within a
 /// word.
 macro_rules! impl_atomic_page_read {
@@ -240,6 +276,12 @@ macro_rules! impl_atomic_page_read {
             #[inline(always)]
             fn read_into(&self, offset: usize, dst: &mut [u8]) {
                 atomic_read(self.words, offset, dst);
+            }
+            #[inline(always)]
+            fn prefetch(&self, offset: usize) {
+                if let Some(w) = self.words.get(offset / 8) {
+                    prefetch_line(w);
+                }
             }
             #[inline(always)]
             fn u8_at(&self, offset: usize) -> u8 {

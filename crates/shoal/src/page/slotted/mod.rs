@@ -309,8 +309,10 @@ impl Head {
                 format!("page type {type_raw} does not use the slotted layout"),
             ));
         }
+        // Two aligned 8-byte loads (one each from a frame) rather than a 16-byte copy.
         let mut raw = [0u8; SLOTTED_HEADER_SIZE];
-        page.read_into(HEADER_SIZE, &mut raw);
+        raw[..8].copy_from_slice(&page.u64_at(HEADER_SIZE).to_le_bytes());
+        raw[8..].copy_from_slice(&page.u64_at(HEADER_SIZE + 8).to_le_bytes());
         let field =
             |off: usize| u16::from_le_bytes([raw[off - HEADER_SIZE], raw[off - HEADER_SIZE + 1]]);
         let special_len = field(OFF_SPECIAL_LEN) as usize;
