@@ -28,7 +28,7 @@ pub struct DatabaseStats {
 impl DatabaseStats {
     /// Every counter with its name (`buffer.hits`, `log.syncs`, `lock.waits`, ...; units in
     /// the names), in a fixed order: what `shoal stats` prints and benchmarks diff.
-    pub fn named_counters(&self) -> [(&'static str, u64); 18] {
+    pub fn named_counters(&self) -> [(&'static str, u64); 20] {
         let (b, l, k) = (&self.buffer, &self.log, &self.locks);
         [
             ("buffer.hits", b.hits),
@@ -47,6 +47,8 @@ impl DatabaseStats {
             ("lock.wait_us", k.wait_us),
             ("lock.deadlocks", k.deadlocks),
             ("lock.timeouts", k.timeouts),
+            ("lock.retries", k.retries),
+            ("lock.retries_lost", k.retries_lost),
             ("lock.escalations", k.escalations),
             ("lock.escalations_refused", k.escalations_refused),
         ]

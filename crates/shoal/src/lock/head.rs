@@ -6,24 +6,47 @@ use super::name::LockName;
 use super::table::Wakeups;
 use super::waits::Owners;
 
+/// Times a waiter left to take a lock itself (rule T7) may be overtaken by requests that
+/// conflict with it before the lock is handed to it directly (the fairness bound).
+pub(crate) const MAX_PASSED: u8 = 8;
+
 /// One owner's request on one name. `granted`: the mode it holds (or `NONE`); `wanted`: the
-/// mode it waits for (`NONE` if not waiting). Granted and waiting: a conversion.
+/// mode it waits for (`NONE` if not waiting). Granted and waiting: a conversion. `retry`: a
+/// waiting new request whose thread was asked to take the lock itself (T7); `passed`: how
+/// often conflicting requests were granted past it while it was so asked.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Request {
     pub(crate) owner: u32,
     pub(crate) granted: u8,
     pub(crate) wanted: u8,
+    pub(crate) retry: bool,
+    pub(crate) passed: u8,
 }
 
+const _: () = assert!(std::mem::size_of::<Request>() == 8);
+
 impl Request {
-    const EMPTY: Request = Request {
-        owner: u32::MAX,
-        granted: NONE,
-        wanted: NONE,
-    };
+    const EMPTY: Request = Request::new(u32::MAX, NONE, NONE);
+
+    /// A request of `owner` holding `granted` and waiting for `wanted`.
+    pub(crate) const fn new(owner: u32, granted: u8, wanted: u8) -> Request {
+        Request {
+            owner,
+            granted,
+            wanted,
+            retry: false,
+            passed: 0,
+        }
+    }
 
     pub(crate) fn is_converter(&self) -> bool {
         self.granted != NONE && self.wanted != NONE
+    }
+
+    /// T7: a waiter whose thread was asked to take the lock itself and that may still be
+    /// overtaken: it does not hold back new requests.
+    pub(crate) fn is_yielding(&self) -> bool {
+        self.retry && self.wanted != NONE && self.passed < MAX_PASSED
     }
 }
 
@@ -246,8 +269,17 @@ impl Head {
 
     /// T4: may request `p` (waiting, or about to be) get `target` now? A conversion needs
     /// compatibility with every other granted mode; a new request also must not conflict
-    /// (either way) with any waiter ahead of it — all conversions and earlier new waiters.
-    pub(crate) fn grantable(&self, m: &ModeTable, p: usize, target: u8, converter: bool) -> bool {
+    /// (either way) with any waiter ahead of it — all conversions and earlier new waiters —
+    /// except, where `pass_yielding` (a request made by a running thread: a new arrival or
+    /// a retry, T7), waiters that are yielding.
+    pub(crate) fn grantable(
+        &self,
+        m: &ModeTable,
+        p: usize,
+        target: u8,
+        converter: bool,
+        pass_yielding: bool,
+    ) -> bool {
         self.requests.iter().enumerate().all(|(j, r)| {
             if j == p {
                 return true;
@@ -256,11 +288,51 @@ impl Head {
                 return false;
             }
             let ahead = r.is_converter() || (r.wanted != NONE && j < p);
-            converter || !ahead || m.compatible_both(target, r.wanted)
+            converter
+                || !ahead
+                || (pass_yielding && r.is_yielding())
+                || m.compatible_both(target, r.wanted)
         })
     }
 
-    /// T5: grants every waiter that has become grantable, conversions first.
+    /// T7: counts a grant of `target` to request `p` (`p` may be the queue's length: a new
+    /// arrival) against every yielding waiter it overtook, that is, that conflicts with it
+    /// and stays queued.
+    pub(crate) fn note_passed(&mut self, m: &ModeTable, p: usize, target: u8) {
+        for j in 0..self.requests.len() {
+            let r = self.requests.get(j);
+            if j != p && r.is_yielding() && !m.compatible_both(target, r.wanted) {
+                self.requests.get_mut(j).passed += 1;
+            }
+        }
+    }
+
+    /// Grants waiting request `p` its wanted mode (the caller checked T4).
+    fn grant(&mut self, m: &ModeTable, p: usize, owners: &Owners, wake: &mut Wakeups) {
+        let r = self.requests.get(p);
+        let req = self.requests.get_mut(p);
+        // A conversion's `wanted` is already its target (held ⊔ asked).
+        req.granted = r.wanted;
+        req.wanted = NONE;
+        req.retry = false;
+        req.passed = 0;
+        self.waiting -= 1;
+        self.group = if self.group == NONE {
+            r.wanted
+        } else {
+            m.sup_raw(self.group, r.wanted)
+        };
+        owners.grant(r.owner);
+        wake.push(r.owner);
+    }
+
+    /// T5 and T7: grants every waiter that has become grantable, conversions first — except
+    /// that a grantable new request whose thread is not responsive (rule W3) and that has
+    /// been overtaken fewer than [`MAX_PASSED`] times is not granted but asked to take the
+    /// lock itself (`retry`, and its thread woken); it then holds back the waiters behind
+    /// it in this scan as if it were granted, so one release wakes one such thread, not a
+    /// herd. A waiter already asked is left alone until it has been overtaken
+    /// [`MAX_PASSED`] times; then it is granted like any other.
     pub(crate) fn grant_waiters(&mut self, m: &ModeTable, owners: &Owners, wake: &mut Wakeups) {
         if self.waiting == 0 {
             return;
@@ -271,20 +343,36 @@ impl Head {
                 if r.wanted == NONE || r.is_converter() != pass_converters {
                     continue;
                 }
-                if self.grantable(m, p, r.wanted, pass_converters) {
-                    let req = self.requests.get_mut(p);
-                    req.granted = req.wanted;
-                    req.wanted = NONE;
-                    self.waiting -= 1;
-                    self.group = if self.group == NONE {
-                        r.wanted
-                    } else {
-                        m.sup_raw(self.group, r.wanted)
-                    };
-                    owners.grant(r.owner);
-                    wake.push(r.owner);
+                if !self.grantable(m, p, r.wanted, pass_converters, false) {
+                    continue;
                 }
+                if r.is_yielding() {
+                    continue; // its thread is on its way (T7)
+                }
+                if !pass_converters && r.passed < MAX_PASSED && !owners.is_responsive(r.owner) {
+                    self.requests.get_mut(p).retry = true;
+                    owners.ask_retry(r.owner);
+                    wake.push(r.owner);
+                    continue;
+                }
+                self.grant(m, p, owners, wake);
             }
+        }
+    }
+
+    /// T7: the thread of waiting request `p`, asked to take the lock itself, takes it if T4
+    /// allows (passing yielding waiters, as a new arrival would). Returns whether it did;
+    /// if not, the request is an ordinary waiter again (no longer `retry`).
+    pub(crate) fn take_retry(&mut self, m: &ModeTable, p: usize, owners: &Owners) -> bool {
+        let r = self.requests.get(p);
+        if self.grantable(m, p, r.wanted, false, true) {
+            self.note_passed(m, p, r.wanted);
+            let mut none = Wakeups::default();
+            self.grant(m, p, owners, &mut none);
+            true
+        } else {
+            self.requests.get_mut(p).retry = false;
+            false
         }
     }
 }

@@ -7,7 +7,7 @@ use super::mode::{LockMode, ModeTable};
 use super::name::LockName;
 use super::owner::LockOwner;
 use super::table::{LockTable, Outcome, Wakeups};
-use super::waits::Owners;
+use super::waits::{Owners, WaitEnd};
 use crate::error::{Error, Result};
 use crate::stats::{StripedCounter, WaitTable};
 use crate::types::TxnId;
@@ -111,6 +111,13 @@ pub struct LockStats {
     pub deadlocks: u64,
     /// Requests that failed with [`Error::LockTimeout`].
     pub timeouts: u64,
+    /// Times a waiter's thread, off the processor when the lock it waited for was
+    /// released, was asked to take the lock itself instead of having it handed over (lock
+    /// table rule T7).
+    pub retries: u64,
+    /// Of those, the times another request took the lock first and the waiter waited
+    /// again.
+    pub retries_lost: u64,
     /// Escalations to a table lock that succeeded.
     pub escalations: u64,
     /// Escalations that found the table lock not grantable (and kept the row locks).
@@ -145,6 +152,8 @@ pub(crate) struct Counters {
     pub(crate) wait_us: StripedCounter,
     pub(crate) deadlocks: StripedCounter,
     pub(crate) timeouts: StripedCounter,
+    pub(crate) retries: StripedCounter,
+    pub(crate) retries_lost: StripedCounter,
     pub(crate) escalations: StripedCounter,
     pub(crate) escalations_refused: StripedCounter,
     pub(crate) fast_path_moves: StripedCounter,
@@ -242,6 +251,8 @@ impl LockManager {
             wait_us: c.wait_us.get(),
             deadlocks: c.deadlocks.get(),
             timeouts: c.timeouts.get(),
+            retries: c.retries.get(),
+            retries_lost: c.retries_lost.get(),
             escalations: c.escalations.get(),
             escalations_refused: c.escalations_refused.get(),
             fast_path_moves: c.fast_path_moves.get(),
@@ -316,32 +327,49 @@ impl Shared {
             owners: &self.owners,
             modes: self.modes,
         };
-        let verdict = self
-            .detector
-            .check(&graph, owner, epoch, name, target, wake);
-        wake.wake(&self.owners);
-        let result = match verdict {
-            Verdict::Granted => Ok(()),
-            Verdict::Deadlock(e) => {
-                self.counters.deadlocks.incr();
-                Err(e)
+        // No deadline if the timeout is too large to add (waits until granted).
+        let deadline = start.checked_add(self.options.timeout);
+        let mut epoch = epoch;
+        let result = loop {
+            let verdict = self
+                .detector
+                .check(&graph, owner, epoch, name, target, wake);
+            wake.wake(&self.owners);
+            match verdict {
+                Verdict::Granted => break Ok(()),
+                Verdict::Deadlock(e) => {
+                    self.counters.deadlocks.incr();
+                    break Err(e);
+                }
+                Verdict::NoCycle => {}
             }
-            Verdict::NoCycle => {
-                // No deadline if the timeout is too large to add (waits until granted).
-                let deadline = start.checked_add(self.options.timeout);
-                if self.owners.park_until(owner, epoch, deadline)
-                    || self.table.cancel(&self.owners, owner, name, epoch, wake)
-                {
-                    Ok(())
-                } else {
+            match self.owners.park_until(owner, epoch, deadline) {
+                WaitEnd::Granted => break Ok(()),
+                // T7: the lock was left for this thread to take; if another took it first,
+                // this is a new block (new epoch), searched for deadlocks like the first.
+                WaitEnd::Retry => match self.table.retry(&self.owners, owner, name, epoch) {
+                    None => {
+                        self.counters.retries.incr();
+                        break Ok(());
+                    }
+                    Some(e) => {
+                        self.counters.retries.incr();
+                        self.counters.retries_lost.incr();
+                        epoch = e;
+                    }
+                },
+                WaitEnd::Other => {
+                    if self.table.cancel(&self.owners, owner, name, epoch, wake) {
+                        break Ok(());
+                    }
                     wake.wake(&self.owners);
                     self.counters.timeouts.incr();
-                    Err(Error::LockTimeout {
+                    break Err(Error::LockTimeout {
                         txn,
                         lock: name.to_string(),
                         mode: self.modes.mode_name(LockMode(target)),
                         waited_ms: start.elapsed().as_millis() as u64,
-                    })
+                    });
                 }
             }
         };

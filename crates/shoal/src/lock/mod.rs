@@ -48,14 +48,32 @@
 //!    with every *other* granted mode; it does not wait for queued requests (conversions
 //!    are served first). A new request is granted iff it is compatible with every granted
 //!    mode and does not conflict, either way, with any waiter ahead of it (every waiting
-//!    conversion and every earlier new waiter). So no request is overtaken by one that
-//!    conflicts with it: no starvation (unlike BrackitDB's instant granting, seed 002
-//!    §3.4.1).
+//!    conversion and every earlier new waiter) other than a *yielding* one (T7). So no
+//!    request is overtaken by one that conflicts with it, beyond T7's bound: no starvation
+//!    (unlike BrackitDB's instant granting, seed 002 §3.4.1).
 //! 5. **T5 Re-scan.** After a release, downgrade or withdrawal the queue is scanned once:
-//!    conversions first, then new requests in arrival order, each granted if T4 allows.
+//!    conversions first, then new requests in arrival order, each granted if T4 allows
+//!    (or, for a waiter whose thread is off the processor, left for it to take: T7).
 //! 6. **T6 No allocation per request.** Requests are 8-byte values in their head's queue;
 //!    heads are recycled within their bucket (a released head becomes a spare that keeps
 //!    its queue's capacity); names with up to 24 key bytes are stored inline.
+//! 7. **T7 No hand-off to a sleeping thread.** Handing a released lock to the next waiter
+//!    (T5) is right when that waiter's thread is running; when it is not (it has started
+//!    yielding the processor or has parked: waits rule W3), the lock would sit granted but
+//!    unused until the scheduler runs that thread — tens of microseconds after a futex
+//!    wake-up, far longer when there are more threads than cores — while every running
+//!    request for it queues behind: a lock convoy (Blasgen, Gray, Mitoma, Price, "The
+//!    Convoy Phenomenon", SIGOPS OSR 13(2), 1979). So T5 grants such a new-request waiter
+//!    nothing; it marks it `retry`, sets its wait word to RETRY and wakes it, and the
+//!    marked waiter holds back the waiters behind it in that scan (one release wakes one
+//!    thread). Until the thread runs, the waiter is *yielding*: new requests from running
+//!    threads may be granted past it (T4), each such conflicting grant counted in its
+//!    `passed`. When its thread runs it takes the lock if T4 allows (passing yielding
+//!    waiters too), else it waits again under a new epoch and searches for deadlocks
+//!    anew (D1). Fairness bound: a waiter passed `MAX_PASSED` (8) times is no longer
+//!    yielding — it holds back new requests again and the next release hands it the lock
+//!    directly. Conversions are always handed over (they are few and already hold the
+//!    name).
 //!
 //! ## Owner rules
 //! 1. **O1 Local first.** An owner keeps its locks in a local hash map keyed by name (the
@@ -123,7 +141,10 @@
 //!    queues (grants, releases and withdrawals remove edges out of waiters; a fast-path move
 //!    adds only weak granted modes, which conflict only with the strong request that moved
 //!    them, and it queues afterwards). So the last member of a cycle to queue finds the
-//!    cycle in its own search.
+//!    cycle in its own search. A wait in RETRY (T7) is no node of the graph (its thread is
+//!    running); when the thread waits again it does so under a new epoch, and the edges
+//!    that then appear all point into it or out of it, so its own new search sees any
+//!    cycle they close.
 //!
 //! ## Waiting and timeouts
 //! **P1.** The thread that grants a waiter sets the waiter's wait word under the bucket

@@ -118,11 +118,7 @@ impl LockTable {
                 // cannot happen, but granting `target` is right either way.
                 let i = bk.insert(name);
                 let h = &mut bk.head_mut(i);
-                h.requests.push(Request {
-                    owner,
-                    granted: target,
-                    wanted: NONE,
-                });
+                h.requests.push(Request::new(owner, target, NONE));
                 h.group = target;
                 return Outcome::Granted;
             }
@@ -137,13 +133,12 @@ impl LockTable {
             None => {
                 let p = h.requests.len();
                 let fast = h.waiting == 0 && (h.group == NONE || m.compat_raw(target, h.group));
-                if fast || h.grantable(m, p, target, false) {
+                if fast || h.grantable(m, p, target, false, true) {
+                    if !fast {
+                        h.note_passed(m, p, target);
+                    }
                     if !instant {
-                        h.requests.push(Request {
-                            owner,
-                            granted: target,
-                            wanted: NONE,
-                        });
+                        h.requests.push(Request::new(owner, target, NONE));
                         h.group = if h.group == NONE {
                             target
                         } else {
@@ -155,16 +150,13 @@ impl LockTable {
                 if !wait {
                     return Outcome::WouldBlock;
                 }
-                h.requests.push(Request {
-                    owner,
-                    granted: NONE,
-                    wanted: target,
-                });
+                h.requests.push(Request::new(owner, NONE, target));
                 h.waiting += 1;
-                Outcome::Enqueued(owners.begin_wait(owner, name, target, b))
+                let spin = h.waiting == 1;
+                Outcome::Enqueued(owners.begin_wait(owner, name, target, b, spin))
             }
             Some(p) => {
-                if h.grantable(m, p, target, true) {
+                if h.grantable(m, p, target, true, true) {
                     h.requests.get_mut(p).granted = target;
                     h.group = m.sup_raw(h.group, target);
                     return Outcome::Granted;
@@ -174,7 +166,8 @@ impl LockTable {
                 }
                 h.requests.get_mut(p).wanted = target;
                 h.waiting += 1;
-                Outcome::Enqueued(owners.begin_wait(owner, name, target, b))
+                let spin = h.waiting == 1;
+                Outcome::Enqueued(owners.begin_wait(owner, name, target, b, spin))
             }
         }
     }
@@ -228,6 +221,37 @@ impl LockTable {
         true
     }
 
+    /// T7: `owner`'s thread, whose wait `epoch` on `name` was left for it to take (RETRY),
+    /// takes the lock if it can. `None`: granted (now, or directly meanwhile); `Some(e)`:
+    /// not grantable, so the request waits again, as wait `e` (a new epoch, so that
+    /// waits-for edges read before are not trusted: the caller searches for a deadlock
+    /// again, as after any block).
+    pub(crate) fn retry(
+        &self,
+        owners: &Owners,
+        owner: u32,
+        name: &LockName,
+        epoch: u64,
+    ) -> Option<u64> {
+        let b = self.bucket_of(name);
+        let mut bk = self.buckets[b].0.lock();
+        if owners.is_granted(owner, epoch) {
+            return None;
+        }
+        debug_assert!(owners.is_retry(owner, epoch));
+        let i = bk
+            .find(name)
+            .expect("a request asked to retry is still queued (only its owner withdraws it)");
+        let h = &mut bk.head_mut(i);
+        let p = h.position(owner).expect("queued request");
+        if h.take_retry(self.modes, p, owners) {
+            return None;
+        }
+        let wanted = h.requests.get(p).wanted;
+        let spin = h.waiting == 1;
+        Some(owners.begin_wait(owner, name, wanted, b, spin))
+    }
+
     /// Withdraws `owner`'s wait `epoch` on `name` (timeout or deadlock victim). Returns true
     /// if the request had been granted meanwhile (then nothing is withdrawn).
     pub(crate) fn cancel(
@@ -275,11 +299,7 @@ impl LockTable {
         };
         let h = &mut bk.head_mut(i);
         debug_assert!(h.position(owner).is_none());
-        h.requests.push(Request {
-            owner,
-            granted: mode,
-            wanted: NONE,
-        });
+        h.requests.push(Request::new(owner, mode, NONE));
         h.group = if h.group == NONE {
             mode
         } else {

@@ -4,6 +4,7 @@
 mod deadlock;
 mod escalation;
 mod fastpath;
+mod handoff;
 mod modes;
 mod names;
 mod queue;

@@ -5,6 +5,7 @@
 
 use super::super::testkit::{smoke, tpcc_smoke};
 use super::*;
+#[cfg(shoal_bdb)]
 use crate::runner::MicroBench;
 use crate::workload::insert::Insert;
 use crate::workload::select1::Select1;
