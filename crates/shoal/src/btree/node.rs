@@ -214,6 +214,15 @@ fn lower_bound(start: usize, end: usize, below: impl Fn(usize) -> bool) -> usize
     base + usize::from(below(base))
 }
 
+/// A leaf value as [`Node::stored_value`] reads it.
+pub(crate) enum StoredValue {
+    /// The value itself (it was stored inline).
+    Inline(Vec<u8>),
+    /// The tagged bytes of any other value (an overflow reference, or an unknown tag that
+    /// `value_of` reports as corruption).
+    Tagged(Vec<u8>),
+}
+
 /// A read view of a node. The fields are a snapshot taken by [`Node::open`].
 pub(crate) struct Node<'a, P: PageRead + ?Sized> {
     s: Slotted<'a, P>,
@@ -503,6 +512,18 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>> {
         let (r, k) = self.ranges(i)?;
         Ok(self.s.page().to_vec(k.end, r.end - k.end))
+    }
+
+    /// Leaf entry `i`'s value: an inline value copied without its tag (one copy, no
+    /// shift), anything else as the tagged bytes for [`super::BTree::value_of`].
+    pub(crate) fn stored_value(&self, i: usize) -> Result<StoredValue> {
+        let (r, k) = self.ranges(i)?;
+        if k.end < r.end && self.s.page().u8_at(k.end) == VALUE_INLINE {
+            return Ok(StoredValue::Inline(
+                self.s.page().to_vec(k.end + 1, r.end - k.end - 1),
+            ));
+        }
+        Ok(StoredValue::Tagged(self.s.page().to_vec(k.end, r.end - k.end)))
     }
 
     /// Inner entry `i`'s child.

@@ -3,7 +3,7 @@
 
 use super::locking::{LockSpace, NextKeyWait};
 use super::node::NODE_SLOT_SIZE;
-use super::node::{self, leaf_entry, Node, NodeImage, VALUE_INLINE};
+use super::node::{self, leaf_entry, Node, NodeImage, StoredValue, VALUE_INLINE};
 use super::overflow::OverflowRef;
 use super::wal;
 use crate::buffer::{BufferPool, ExclusiveGuard, OptimisticPage};
@@ -378,7 +378,7 @@ impl BTree {
             let (found, lsn) = {
                 let b = leaf.bytes();
                 let found = Node::open(&b).and_then(|n| match n.search(key)? {
-                    Ok(i) => n.value(i).map(Some),
+                    Ok(i) => n.stored_value(i).map(Some),
                     Err(_) => Ok(None),
                 });
                 (found, crate::page::header::page_lsn(&b))
@@ -388,7 +388,8 @@ impl BTree {
             }
             match found? {
                 None => return Ok((None, lsn)),
-                Some(tagged) => match self.value_of(tagged)? {
+                Some(StoredValue::Inline(v)) => return Ok((Some(v), lsn)),
+                Some(StoredValue::Tagged(tagged)) => match self.value_of(tagged)? {
                     Some(v) => return Ok((Some(v), lsn)),
                     None => continue, // its chain was replaced meanwhile: read the leaf again
                 },

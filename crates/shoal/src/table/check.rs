@@ -196,18 +196,35 @@ pub(super) fn normalize_float(x: f64) -> f64 {
     }
 }
 
+/// Spaces [`pad`] copies in one piece.
+const SPACES: &str = "                                                                                                                                ";
+
 /// `s` padded with spaces to `n` characters (`s` has at most `n`).
 pub(super) fn pad(s: &str, n: u32) -> String {
     let missing = (n as usize).saturating_sub(s.chars().count());
+    // Spaces are one byte each: resize the bytes rather than push `missing` chars.
     let mut out = String::with_capacity(s.len() + missing);
     out.push_str(s);
-    out.extend(std::iter::repeat(' ').take(missing));
+    out.push_str(&SPACES[..missing.min(SPACES.len())]);
+    for _ in SPACES.len()..missing {
+        out.push(' ');
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pad_counts_characters_not_bytes_and_pads_past_the_stock_of_spaces() {
+        assert_eq!(pad("ab", 3), "ab ");
+        assert_eq!(pad("abc", 3), "abc");
+        assert_eq!(pad("", 0), "");
+        let long = pad("é", 300);
+        assert_eq!(long.chars().count(), 300);
+        assert!(long.starts_with('é') && long[2..].bytes().all(|b| b == b' '));
+    }
 
     fn col(ty: ColumnType) -> Column {
         Column::new("c", ty)
