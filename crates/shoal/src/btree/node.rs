@@ -523,7 +523,9 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 self.s.page().to_vec(k.end + 1, r.end - k.end - 1),
             ));
         }
-        Ok(StoredValue::Tagged(self.s.page().to_vec(k.end, r.end - k.end)))
+        Ok(StoredValue::Tagged(
+            self.s.page().to_vec(k.end, r.end - k.end),
+        ))
     }
 
     /// Inner entry `i`'s child.

@@ -30,16 +30,16 @@ fn log_options() -> LogOptions {
     }
 }
 
-fn open(disk: &FaultStorage, pool_pages: usize) -> Engine {
+pub(crate) fn open(disk: &FaultStorage, pool_pages: usize) -> Engine {
     let s: Arc<dyn Storage> = Arc::new(disk.clone());
     Engine::open(s, &options(pool_pages), &log_options()).unwrap()
 }
 
-fn key(i: u64) -> Vec<u8> {
+pub(crate) fn key(i: u64) -> Vec<u8> {
     i.to_be_bytes().to_vec()
 }
 
-fn value(i: u64, len: usize) -> Vec<u8> {
+pub(crate) fn value(i: u64, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i as usize * 31 + j) as u8).collect()
 }
 
@@ -47,7 +47,7 @@ fn contents(t: &BTree) -> Vec<(Vec<u8>, Vec<u8>)> {
     t.iter().collect::<crate::Result<Vec<_>>>().unwrap()
 }
 
-fn assert_sound(t: &BTree) -> super::VerifyReport {
+pub(crate) fn assert_sound(t: &BTree) -> super::VerifyReport {
     let r = t.verify().unwrap();
     assert!(r.is_ok(), "{:#?}", r.problems);
     r

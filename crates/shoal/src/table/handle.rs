@@ -11,7 +11,7 @@
 
 use super::codec::{decode_row, encode_row, RowView};
 use super::{Row, TableDef, Value};
-use crate::btree::{BTree, ScanDirection};
+use crate::btree::{BTree, ReadForUpdate, ScanDirection};
 use crate::error::{Error, Result};
 use crate::txn::Transaction;
 use std::ops::Bound;
@@ -247,11 +247,11 @@ impl Table {
     pub fn update(&self, txn: &mut Transaction<'_>, key: &[Value], changes: &Row) -> Result<bool> {
         let pk = self.primary_key(key)?;
         // X on the row first, so the read below is of the row this transaction will change.
-        let Some(old_bytes) = self.read_for_update(txn, &pk)? else {
+        let Some(read) = self.primary.read_for_update(txn, &pk)? else {
             return Ok(false);
         };
-        let old = decode_row(&self.def, &old_bytes)?;
-        self.apply_update(txn, &pk, &old, changes)?;
+        let old = decode_row(&self.def, read.value())?;
+        self.apply_update(txn, &pk, &old, changes, read)?;
         Ok(true)
     }
 
@@ -269,22 +269,26 @@ impl Table {
         change: impl FnOnce(&Row) -> Result<Row>,
     ) -> Result<Option<Row>> {
         let pk = self.primary_key(key)?;
-        let Some(old_bytes) = self.read_for_update(txn, &pk)? else {
+        let Some(read) = self.primary.read_for_update(txn, &pk)? else {
             return Ok(None);
         };
-        let old = Row::decode(&self.def, &old_bytes)?;
+        let old = Row::decode(&self.def, read.value())?;
         let changes = change(&old)?;
-        self.apply_update(txn, &pk, old.values(), &changes)?;
+        self.apply_update(txn, &pk, old.values(), &changes, read)?;
         Ok(Some(old))
     }
 
-    /// Replaces the X-locked row `old` at `pk` by `old` with `changes`, as one statement.
+    /// Replaces the X-locked row `old` at `pk` (as `read` from the primary tree) by `old`
+    /// with `changes`, as one statement. A row that keeps its primary key is written on the
+    /// leaf it was read from when that is unchanged (`BTree::write_read`: no second
+    /// descent).
     fn apply_update(
         &self,
         txn: &mut Transaction<'_>,
         pk: &[u8],
         old: &[Value],
         changes: &Row,
+        read: ReadForUpdate<'_>,
     ) -> Result<()> {
         let (new, _changed) = self.def.check_update(old, changes)?;
         let new_pk = self.def.primary_key_of(&new)?;
@@ -296,7 +300,7 @@ impl Table {
                     .map_err(|e| self.name_duplicate(None, e))?;
             } else {
                 self.primary
-                    .update(txn, pk, &encode_row(&self.def, &new)?)?;
+                    .write_read(txn, pk, read, &encode_row(&self.def, &new)?)?;
             }
             for (i, tree) in self.indexes.iter().enumerate() {
                 let (ok, nk) = (

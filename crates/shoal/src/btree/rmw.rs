@@ -1,0 +1,228 @@
+//! Read-modify-write of one key with one descent: [`BTree::read_for_update`] X-locks the
+//! key and reads its value optimistically, keeping the leaf's latch version;
+//! [`BTree::write_read`] writes the new value by upgrading that version to the X latch, so
+//! the common update (TPC-B's balances, TPC-C's districts, stock and customers) descends
+//! the tree once instead of twice.
+//!
+//! Invariants and latching. Between the two calls no latch is held: the caller's code (a
+//! row decode, its change, a re-encode) runs unlatched, as anything that may take locks or
+//! latches must (DESIGN.md principles 4 and 5). The kept version is just a number:
+//! `upgrade` succeeds only if the leaf frame still holds the same page unchanged since the
+//! read (any change, eviction or structure change bumps the version, sync rule O2), so the
+//! key is still on that leaf at the same place and its old value is the one read. The key's
+//! X lock, taken before the read, keeps every other transaction from changing it meanwhile.
+//! If the upgrade fails, or the value is not stored inline (old or new), the write takes the
+//! ordinary path ([`BTree::update`]: a descent to the X-latched leaf).
+
+use super::node::{leaf_entry, Node, StoredValue, VALUE_INLINE};
+use super::tree::{Attempt, Logger, Seek};
+use super::wal;
+use super::BTree;
+use crate::buffer::OptimisticPage;
+use crate::error::Result;
+use crate::txn::Transaction;
+
+/// A value read by [`BTree::read_for_update`], with what [`BTree::write_read`] needs to
+/// write its replacement without descending again.
+pub struct ReadForUpdate<'t> {
+    value: Vec<u8>,
+    /// The leaf it was read from, at the version read; `None` for a value stored out of
+    /// line (it is written by the ordinary path).
+    leaf: Option<OptimisticPage<'t>>,
+}
+
+impl ReadForUpdate<'_> {
+    /// The value read (bytes).
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+}
+
+impl BTree {
+    /// X-locks `key` in `txn` (long, with IX on the table, as [`BTree::update`] does) and
+    /// reads its value; `None` if the key is absent (the lock is kept: the absence is what
+    /// a following insert relies on).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a key over [`BTree::max_key_bytes`]; lock
+    /// errors ([`crate::Error::Deadlock`], [`crate::Error::LockTimeout`]);
+    /// [`crate::Error::Corruption`]; buffer-pool errors.
+    pub fn read_for_update(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[u8],
+    ) -> Result<Option<ReadForUpdate<'_>>> {
+        self.lock_for_write(txn, key)?;
+        loop {
+            let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
+                continue;
+            };
+            let leaf = path.node;
+            let found = {
+                let b = leaf.bytes();
+                Node::open(&b).and_then(|n| match n.search(key)? {
+                    Ok(i) => n.stored_value(i).map(Some),
+                    Err(_) => Ok(None),
+                })
+            };
+            if leaf.validate().is_err() {
+                continue;
+            }
+            return match found? {
+                None => Ok(None),
+                Some(StoredValue::Inline(value)) => Ok(Some(ReadForUpdate {
+                    value,
+                    leaf: Some(leaf),
+                })),
+                Some(StoredValue::Tagged(tagged)) => match self.value_of(tagged)? {
+                    Some(value) => Ok(Some(ReadForUpdate { value, leaf: None })),
+                    None => continue, // its chain was replaced meanwhile: read again
+                },
+            };
+        }
+    }
+
+    /// Replaces the value `read` (from [`BTree::read_for_update`] of the same `key` in the
+    /// same `txn`) with `value`: in place on the leaf it was read from if that leaf is
+    /// unchanged and both values are stored inline, else through [`BTree::update`].
+    ///
+    /// # Errors
+    /// As [`BTree::update`].
+    pub fn write_read(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[u8],
+        read: ReadForUpdate<'_>,
+        value: &[u8],
+    ) -> Result<()> {
+        if let Some(leaf) = read.leaf {
+            if value.len() <= self.max_inline_value_bytes(key.len())
+                && self.replace_on(txn, leaf, key, value)?
+            {
+                return Ok(());
+            }
+        }
+        self.update(txn, key, value).map(|_| ())
+    }
+
+    /// Replaces `key`'s inline value on `leaf` if the leaf is still at the version read and
+    /// has room; false (nothing changed) otherwise.
+    fn replace_on(
+        &self,
+        txn: &mut Transaction<'_>,
+        leaf: OptimisticPage<'_>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<bool> {
+        let Ok(mut x) = leaf.upgrade() else {
+            return Ok(false);
+        };
+        let mut tagged = Vec::with_capacity(1 + value.len());
+        tagged.push(VALUE_INLINE);
+        tagged.extend_from_slice(value);
+        let entry = leaf_entry(key, &tagged);
+        let old = {
+            let n = Node::open(x.bytes())?;
+            // Unchanged since the read, which found the key here: not finding it now is
+            // corruption, and `Ok` names the entry read.
+            let i = match n.search(key)? {
+                Ok(i) => i,
+                Err(_) => return Err(self.corrupt(n.page_id(), "a key read for update vanished")),
+            };
+            if entry.len() > n.free_bytes() + n.entry_len(i)? {
+                return Ok(false); // the leaf must split: the ordinary path does that
+            }
+            n.entry(i)?
+        };
+        let root = self.root();
+        txn.log(&mut x, wal::redo_replace(&entry), || {
+            wal::undo_replace(root, &old)
+        })?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{assert_sound, key, open, value};
+    use super::*;
+    use crate::io::{FaultConfig, FaultStorage};
+
+    fn loaded(disk: &FaultStorage) -> (crate::engine::Engine, BTree) {
+        let e = open(disk, 64);
+        let t = BTree::create(e.txns(), e.space()).unwrap();
+        let mut tx = e.begin();
+        for i in 0..400 {
+            t.insert(&mut tx, &key(i), &value(i, 20)).unwrap();
+        }
+        t.insert(&mut tx, &key(1000), &value(1000, 20_000)).unwrap();
+        tx.commit().unwrap();
+        (e, t)
+    }
+
+    #[test]
+    fn an_unchanged_leaf_is_written_in_place_and_rollback_restores_it() {
+        let disk = FaultStorage::new(FaultConfig::new(5)).unwrap();
+        let (e, t) = loaded(&disk);
+        let mut tx = e.begin();
+        let r = t.read_for_update(&mut tx, &key(7)).unwrap().unwrap();
+        assert_eq!(r.value(), &value(7, 20)[..]);
+        let leaf = r.leaf.expect("an inline value keeps its leaf");
+        assert!(t.replace_on(&mut tx, leaf, &key(7), b"seven").unwrap());
+        assert_eq!(t.get(&key(7)).unwrap().as_deref(), Some(&b"seven"[..]));
+        tx.abort().unwrap();
+        assert_eq!(t.get(&key(7)).unwrap(), Some(value(7, 20)));
+        assert!(t
+            .read_for_update(&mut e.begin(), &key(5000))
+            .unwrap()
+            .is_none());
+        assert_sound(&t);
+        e.close().unwrap();
+    }
+
+    #[test]
+    fn a_changed_leaf_a_full_leaf_and_an_overflow_value_take_the_ordinary_path() {
+        let disk = FaultStorage::new(FaultConfig::new(6)).unwrap();
+        let (e, t) = loaded(&disk);
+        // Another transaction changes the leaf between the read and the write.
+        let mut tx = e.begin();
+        let r = t.read_for_update(&mut tx, &key(8)).unwrap().unwrap();
+        let mut other = e.begin();
+        t.update(&mut other, &key(9), b"nine").unwrap();
+        other.commit().unwrap();
+        let ReadForUpdate { value: v, leaf } = r;
+        assert_eq!(v, value(8, 20));
+        assert!(!t.replace_on(&mut tx, leaf.unwrap(), &key(8), b"x").unwrap());
+        // Through write_read it lands all the same.
+        let r = t.read_for_update(&mut tx, &key(8)).unwrap().unwrap();
+        let mut other = e.begin();
+        t.update(&mut other, &key(10), b"ten").unwrap();
+        other.commit().unwrap();
+        t.write_read(&mut tx, &key(8), r, b"eight").unwrap();
+        // A value that no longer fits on the leaf: the ordinary path splits it.
+        let big = value(11, 1500);
+        let r = t.read_for_update(&mut tx, &key(11)).unwrap().unwrap();
+        t.write_read(&mut tx, &key(11), r, &big).unwrap();
+        // An overflow value, replaced by an inline one, and an inline one by an overflow one.
+        let r = t.read_for_update(&mut tx, &key(1000)).unwrap().unwrap();
+        assert!(r.leaf.is_none() && r.value() == &value(1000, 20_000)[..]);
+        t.write_read(&mut tx, &key(1000), r, b"small").unwrap();
+        let r = t.read_for_update(&mut tx, &key(12)).unwrap().unwrap();
+        t.write_read(&mut tx, &key(12), r, &value(12, 9_000))
+            .unwrap();
+        tx.commit().unwrap();
+        for (k, want) in [
+            (8, b"eight".to_vec()),
+            (9, b"nine".to_vec()),
+            (10, b"ten".to_vec()),
+            (11, big),
+            (1000, b"small".to_vec()),
+            (12, value(12, 9_000)),
+            (13, value(13, 20)),
+        ] {
+            assert_eq!(t.get(&key(k)).unwrap(), Some(want), "key {k}");
+        }
+        assert_sound(&t);
+        e.close().unwrap();
+    }
+}
