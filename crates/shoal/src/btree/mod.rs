@@ -83,6 +83,12 @@
 //!     its entry has committed durably ([`crate::txn::Transaction::after_commit`]), or when
 //!     a rollback removes an entry whose chain it wrote. Readers check each page's value id
 //!     and sequence number and start over if the chain was replaced under them.
+//! 12. **Read-modify-write with one descent** (`rmw.rs`). [`BTree::read_for_update`]
+//!     X-locks the key, reads its value optimistically and keeps the leaf's latch version;
+//!     the caller computes the new value with no latch held; [`BTree::write_read`] then
+//!     upgrades that version to the X latch (rule 3's upgrade, without a second descent) and
+//!     replaces the entry in place. A failed upgrade (the leaf changed), a leaf without room
+//!     or a value stored out of line falls back to [`BTree::update`].
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's

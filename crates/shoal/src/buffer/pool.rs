@@ -107,6 +107,7 @@ impl BufferPool {
                 Arc::downgrade(&pool),
                 Duration::from_millis(options.cleaner_interval_ms),
                 options.cleaner_batch_pages,
+                options.cleaner_lag_bytes,
             )
             .map_err(|e| Error::from_io("spawn page cleaner thread", pool.file.name(), e))?;
             let _ = pool.cleaner.set(c);

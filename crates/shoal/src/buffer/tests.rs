@@ -19,6 +19,7 @@ fn opts(frames: usize) -> Options {
         pool_size_bytes: frames * PS,
         page_size_bytes: PS,
         cleaner_interval_ms: 5,
+        cleaner_lag_bytes: 0,
         ..Options::default()
     }
 }
@@ -331,6 +332,50 @@ fn cleaner_writes_dirty_pages_and_publishes_oldest_rec_lsn() {
     drop(_busy);
     pool.close().unwrap();
     assert_eq!(pool.dirty_count(), 0);
+}
+
+/// With a lag, the cleaner leaves pages dirtied recently (in log bytes) alone and writes
+/// them once the log has moved on by the lag; with more than half the pool dirty it writes
+/// every dirty page whatever its lag.
+#[test]
+fn cleaner_writes_pages_once_due_or_when_half_the_pool_is_dirty() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Arc::new(RecordingWal::default());
+    wal.next.store(1_000, SeqCst);
+    let o = Options {
+        cleaner_lag_bytes: 10_000,
+        ..opts(64)
+    };
+    let pool = BufferPool::open(data_file(&dir), &o, wal.clone()).unwrap();
+    let settle = |pool: &BufferPool| {
+        for _ in 0..10 {
+            pool.wake_cleaner();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    let until_clean = |pool: &BufferPool, what: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pool.dirty_count() > 0 {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            pool.wake_cleaner();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    fill(&pool, 20); // 20 of 64 frames, recovery LSN 1,000
+    settle(&pool);
+    assert_eq!(pool.dirty_count(), 20, "nothing is due at a lag of 0 bytes");
+    wal.next.store(10_999, SeqCst);
+    settle(&pool);
+    assert_eq!(pool.dirty_count(), 20, "nor at 9,999 bytes");
+    wal.next.store(11_000, SeqCst);
+    until_clean(&pool, "pages due at a lag of 10,000 bytes were not written");
+    // 40 of 64 frames dirty at the log's end: none is due, but the pool is over half dirty.
+    for p in 100..140 {
+        let mut g = pool.fix_new(PageId(p), PageType::Raw).unwrap();
+        stamp(&mut g.page_mut(), p, 0);
+    }
+    until_clean(&pool, "a pool over half dirty was not cleaned");
+    pool.close().unwrap();
 }
 
 /// Optimistic reads on a hot page write nothing: the latch version and the frame's line stay
