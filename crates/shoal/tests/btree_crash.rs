@@ -30,6 +30,7 @@ fn options() -> Options {
         page_size_bytes: PAGE,
         cleaner_enabled: true,
         cleaner_interval_ms: 2,
+        cleaner_lag_bytes: 0, // write every dirty page on every pass: pages on disk mid-run
         ..Options::default()
     }
 }

@@ -46,6 +46,7 @@ fn open(dir: &std::path::Path) -> Engine {
         pool_size_bytes: 96 * 4096, // well below the tree: evictions during the run
         page_size_bytes: 4096,
         cleaner_interval_ms: 5,
+        cleaner_lag_bytes: 0, // write every dirty page on every pass: pages on disk mid-run
         ..Options::default()
     };
     Engine::open(storage, &options, &LogOptions::default()).unwrap()

@@ -286,6 +286,7 @@ impl MicroBench for BufferBench {
             "cleaner_batch_pages".into(),
             Value::from(o.cleaner_batch_pages),
         );
+        m.insert("cleaner_lag_bytes".into(), Value::from(o.cleaner_lag_bytes));
         m.insert(
             "miss_write_percent".into(),
             Value::from(self.config.miss_write_percent),
