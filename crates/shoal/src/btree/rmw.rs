@@ -26,9 +26,10 @@ use crate::txn::Transaction;
 /// write its replacement without descending again.
 pub struct ReadForUpdate<'t> {
     value: Vec<u8>,
-    /// The leaf it was read from, at the version read; `None` for a value stored out of
-    /// line (it is written by the ordinary path).
-    leaf: Option<OptimisticPage<'t>>,
+    /// The leaf it was read from, at the version read, with the tree's root and the key it
+    /// was read for (a write of another key or tree takes the ordinary path); `None` for a
+    /// value stored out of line (it is written by the ordinary path).
+    leaf: Option<(OptimisticPage<'t>, crate::types::PageId, Vec<u8>)>,
 }
 
 impl ReadForUpdate<'_> {
@@ -72,7 +73,7 @@ impl BTree {
                 None => Ok(None),
                 Some(StoredValue::Inline(value)) => Ok(Some(ReadForUpdate {
                     value,
-                    leaf: Some(leaf),
+                    leaf: Some((leaf, self.root(), key.to_vec())),
                 })),
                 Some(StoredValue::Tagged(tagged)) => match self.value_of(tagged)? {
                     Some(value) => Ok(Some(ReadForUpdate { value, leaf: None })),
@@ -82,9 +83,10 @@ impl BTree {
         }
     }
 
-    /// Replaces the value `read` (from [`BTree::read_for_update`] of the same `key` in the
-    /// same `txn`) with `value`: in place on the leaf it was read from if that leaf is
-    /// unchanged and both values are stored inline, else through [`BTree::update`].
+    /// Replaces the value `read` (from [`BTree::read_for_update`] of `key` in this tree, in
+    /// `txn`) with `value`: in place on the leaf it was read from if that leaf is unchanged
+    /// and both values are stored inline, else through [`BTree::update`] — which is also
+    /// what a `read` of another key or tree gets (it locks `key` itself).
     ///
     /// # Errors
     /// As [`BTree::update`].
@@ -95,8 +97,10 @@ impl BTree {
         read: ReadForUpdate<'_>,
         value: &[u8],
     ) -> Result<()> {
-        if let Some(leaf) = read.leaf {
-            if value.len() <= self.max_inline_value_bytes(key.len())
+        if let Some((leaf, root, read_key)) = read.leaf {
+            if root == self.root()
+                && read_key == key
+                && value.len() <= self.max_inline_value_bytes(key.len())
                 && self.replace_on(txn, leaf, key, value)?
             {
                 return Ok(());
@@ -167,7 +171,7 @@ mod tests {
         let mut tx = e.begin();
         let r = t.read_for_update(&mut tx, &key(7)).unwrap().unwrap();
         assert_eq!(r.value(), &value(7, 20)[..]);
-        let leaf = r.leaf.expect("an inline value keeps its leaf");
+        let (leaf, _, _) = r.leaf.expect("an inline value keeps its leaf");
         assert!(t.replace_on(&mut tx, leaf, &key(7), b"seven").unwrap());
         assert_eq!(t.get(&key(7)).unwrap().as_deref(), Some(&b"seven"[..]));
         tx.abort().unwrap();
@@ -192,7 +196,9 @@ mod tests {
         other.commit().unwrap();
         let ReadForUpdate { value: v, leaf } = r;
         assert_eq!(v, value(8, 20));
-        assert!(!t.replace_on(&mut tx, leaf.unwrap(), &key(8), b"x").unwrap());
+        assert!(!t
+            .replace_on(&mut tx, leaf.unwrap().0, &key(8), b"x")
+            .unwrap());
         // Through write_read it lands all the same.
         let r = t.read_for_update(&mut tx, &key(8)).unwrap().unwrap();
         let mut other = e.begin();
@@ -210,6 +216,9 @@ mod tests {
         let r = t.read_for_update(&mut tx, &key(12)).unwrap().unwrap();
         t.write_read(&mut tx, &key(12), r, &value(12, 9_000))
             .unwrap();
+        // A read of one key used to write another: the ordinary path (which locks it).
+        let r = t.read_for_update(&mut tx, &key(14)).unwrap().unwrap();
+        t.write_read(&mut tx, &key(15), r, b"fifteen").unwrap();
         tx.commit().unwrap();
         for (k, want) in [
             (8, b"eight".to_vec()),
@@ -219,6 +228,8 @@ mod tests {
             (1000, b"small".to_vec()),
             (12, value(12, 9_000)),
             (13, value(13, 20)),
+            (14, value(14, 20)),
+            (15, b"fifteen".to_vec()),
         ] {
             assert_eq!(t.get(&key(k)).unwrap(), Some(want), "key {k}");
         }

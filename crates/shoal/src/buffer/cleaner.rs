@@ -2,8 +2,9 @@
 //!
 //! Each pass: read the end of the log `L`; collect the dirty frames that are due — those
 //! whose recovery LSN lags `L` by at least the lag (`Options::cleaner_lag_bytes`), or every
-//! dirty frame when dirty frames fill more than [`DIRTY_HIGH_PERCENT`] of the pool (so that
-//! a miss finds a clean victim rather than writing one back itself) or when the lag is 0;
+//! dirty frame when dirty frames fill more than [`DIRTY_HIGH_PERCENT`] of the pool or when
+//! frames were evicted since the last pass (so that a miss finds a clean victim rather than
+//! writing one back itself), or when the lag is 0;
 //! write them in page-id order (sequential-ish I/O) in batches, skipping frames it cannot
 //! latch in shared mode at once (they are in use; the next pass gets them); compute
 //! `min(L, rec_lsn of every frame still dirty)`; sync the data file (so every page seen clean
@@ -26,15 +27,15 @@
 //! alive; it stops when told to or when the pool is gone.
 
 use super::pool::BufferPool;
-
-/// Dirty frames, in percent of the pool, above which a pass writes every dirty frame
-/// whatever its lag.
-pub(crate) const DIRTY_HIGH_PERCENT: usize = 50;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// Dirty frames, in percent of the pool, above which a pass writes every dirty frame
+/// whatever its lag.
+pub(crate) const DIRTY_HIGH_PERCENT: usize = 50;
 
 #[derive(Default)]
 struct Control {
@@ -62,20 +63,28 @@ impl Cleaner {
         let ctl2 = ctl.clone();
         let thread = std::thread::Builder::new()
             .name("shoal-cleaner".into())
-            .spawn(move || loop {
-                {
-                    let (m, cv) = &*ctl2;
-                    let mut c = m.lock();
-                    if !c.stop && !c.wake {
-                        cv.wait_for(&mut c, interval);
+            .spawn(move || {
+                let mut last_evictions = 0;
+                loop {
+                    {
+                        let (m, cv) = &*ctl2;
+                        let mut c = m.lock();
+                        if !c.stop && !c.wake {
+                            cv.wait_for(&mut c, interval);
+                        }
+                        if c.stop {
+                            return;
+                        }
+                        c.wake = false;
                     }
-                    if c.stop {
-                        return;
-                    }
-                    c.wake = false;
+                    let Some(pool) = pool.upgrade() else { return };
+                    let evictions = pool.counters.evictions.get();
+                    // Frames were replaced since the last pass: misses need clean victims, so
+                    // clean everything rather than leave them to write pages back themselves.
+                    let pressure = evictions != last_evictions;
+                    last_evictions = evictions;
+                    clean_pass(&pool, batch, if pressure { 0 } else { lag_bytes });
                 }
-                let Some(pool) = pool.upgrade() else { return };
-                clean_pass(&pool, batch, lag_bytes);
             })?;
         Ok(Cleaner {
             ctl,

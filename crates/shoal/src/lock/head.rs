@@ -362,13 +362,23 @@ impl Head {
 
     /// T7: the thread of waiting request `p`, asked to take the lock itself, takes it if T4
     /// allows (passing yielding waiters, as a new arrival would). Returns whether it did;
-    /// if not, the request is an ordinary waiter again (no longer `retry`).
-    pub(crate) fn take_retry(&mut self, m: &ModeTable, p: usize, owners: &Owners) -> bool {
+    /// if not, the request is an ordinary waiter again (no longer `retry`). After a take the
+    /// queue is scanned again (T5): the waiters the marked request held back are judged
+    /// against the grant now — one may be compatible with it only one way (MGL's U after a
+    /// granted S), and would otherwise wait for the next release.
+    pub(crate) fn take_retry(
+        &mut self,
+        m: &ModeTable,
+        p: usize,
+        owners: &Owners,
+        wake: &mut Wakeups,
+    ) -> bool {
         let r = self.requests.get(p);
         if self.grantable(m, p, r.wanted, false, true) {
             self.note_passed(m, p, r.wanted);
-            let mut none = Wakeups::default();
-            self.grant(m, p, owners, &mut none);
+            let mut own = Wakeups::default(); // the taker's own thread needs no wake-up
+            self.grant(m, p, owners, &mut own);
+            self.grant_waiters(m, owners, wake);
             true
         } else {
             self.requests.get_mut(p).retry = false;

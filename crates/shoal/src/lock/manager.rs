@@ -347,7 +347,7 @@ impl Shared {
                 WaitEnd::Granted => break Ok(()),
                 // T7: the lock was left for this thread to take; if another took it first,
                 // this is a new block (new epoch), searched for deadlocks like the first.
-                WaitEnd::Retry => match self.table.retry(&self.owners, owner, name, epoch) {
+                WaitEnd::Retry => match self.table.retry(&self.owners, owner, name, epoch, wake) {
                     None => {
                         self.counters.retries.incr();
                         break Ok(());
@@ -373,6 +373,9 @@ impl Shared {
                 }
             }
         };
+        // Grants made on this thread's way out (a retry or a late take in `cancel` rescans
+        // the queue, T7) are woken now that no bucket latch is held.
+        wake.wake(&self.owners);
         let waited = start.elapsed();
         self.counters.wait_us.add(waited.as_micros() as u64);
         self.counters.by_name.record(name, waited);

@@ -232,6 +232,7 @@ impl LockTable {
         owner: u32,
         name: &LockName,
         epoch: u64,
+        wake: &mut Wakeups,
     ) -> Option<u64> {
         let b = self.bucket_of(name);
         let mut bk = self.buckets[b].0.lock();
@@ -244,7 +245,7 @@ impl LockTable {
             .expect("a request asked to retry is still queued (only its owner withdraws it)");
         let h = &mut bk.head_mut(i);
         let p = h.position(owner).expect("queued request");
-        if h.take_retry(self.modes, p, owners) {
+        if h.take_retry(self.modes, p, owners, wake) {
             return None;
         }
         let wanted = h.requests.get(p).wanted;
@@ -265,6 +266,19 @@ impl LockTable {
         let mut bk = self.buckets[self.bucket_of(name)].0.lock();
         if owners.is_granted(owner, epoch) {
             return true;
+        }
+        if owners.is_retry(owner, epoch) {
+            // T7: the lock was left for this waiter to take just as it gave up (deadline or
+            // deadlock victim). Take it if it is still free, as a grant in that window would
+            // have been honoured.
+            if let Some(i) = bk.find(name) {
+                let h = &mut bk.head_mut(i);
+                if let Some(p) = h.position(owner) {
+                    if h.take_retry(self.modes, p, owners, wake) {
+                        return true;
+                    }
+                }
+            }
         }
         owners.cancel(owner, epoch);
         let Some(i) = bk.find(name) else { return false };

@@ -37,6 +37,15 @@ impl Setup {
         let mut w = Wakeups::default();
         assert!(self.table.release(&self.owners, owner, &self.name, &mut w));
     }
+    fn retry(&self, owner: u32, epoch: u64) -> Option<u64> {
+        let mut w = Wakeups::default();
+        self.table
+            .retry(&self.owners, owner, &self.name, epoch, &mut w)
+    }
+    fn ask_mode(&self, owner: u32, mode: u8) -> Outcome {
+        self.table
+            .request(&self.owners, owner, &self.name, NONE, mode, true, false)
+    }
     /// Owner `o` queues behind the holder and then looks parked (W3).
     fn queue_parked(&self, o: u32) -> u64 {
         let Outcome::Enqueued(e) = self.ask(o, true) else {
@@ -61,17 +70,14 @@ fn a_release_leaves_the_lock_to_a_parked_waiter_and_a_running_request_may_take_i
     // A running request passes the yielding waiter.
     assert_eq!(s.ask(2, true), Outcome::Granted);
     // The waiter's thread runs while 2 holds the lock: it waits again, under a new epoch.
-    let e1b = s
-        .table
-        .retry(&s.owners, 1, &s.name, e1)
-        .expect("lost the retry");
+    let e1b = s.retry(1, e1).expect("lost the retry");
     assert!(e1b > e1);
     assert_eq!(s.owners.waiting_epoch(1), Some(e1b));
     // Still looking parked: the next release asks it again; a retry with the lock free wins.
     s.owners.set_responsive(1, false);
     s.release(2);
     assert!(s.owners.is_retry(1, e1b));
-    assert_eq!(s.table.retry(&s.owners, 1, &s.name, e1b), None);
+    assert_eq!(s.retry(1, e1b), None);
     assert!(s.owners.is_granted(1, e1b));
     s.release(1);
     assert_eq!(s.table.active_heads(), 0);
@@ -103,10 +109,10 @@ fn one_release_asks_one_waiter_and_the_others_stay_queued() {
         Some(e2),
         "no herd: 2 stays waiting"
     );
-    assert_eq!(s.table.retry(&s.owners, 1, &s.name, e1), None);
+    assert_eq!(s.retry(1, e1), None);
     s.release(1);
     assert!(s.owners.is_retry(2, e2));
-    assert_eq!(s.table.retry(&s.owners, 2, &s.name, e2), None);
+    assert_eq!(s.retry(2, e2), None);
     s.release(2);
     assert_eq!(s.table.active_heads(), 0);
 }
@@ -134,10 +140,68 @@ fn a_waiter_passed_max_passed_times_holds_back_new_requests_and_is_handed_the_lo
         panic!("3 must queue behind the holder")
     };
     // The thread then finds its request granted; releasing hands the lock to 3 (running).
-    assert_eq!(s.table.retry(&s.owners, 1, &s.name, e1), None);
+    assert_eq!(s.retry(1, e1), None);
     s.release(1);
     assert!(s.owners.is_granted(3, e3));
     s.release(3);
+    assert_eq!(s.table.active_heads(), 0);
+}
+
+/// A waiter held back by a marked (retrying) one is granted as soon as the marked one takes
+/// the lock, if the two modes go together — here MGL's U, which may join a granted S but
+/// not queue past a waiting one (found in review: it waited for the next release).
+#[test]
+fn a_take_grants_the_waiters_it_held_back() {
+    let s = setup();
+    let (sm, um) = (mgl::S.0, mgl::U.0);
+    assert_eq!(s.ask(0, true), Outcome::Granted); // X
+    let Outcome::Enqueued(e1) = s.ask_mode(1, sm) else {
+        panic!("S must queue behind X")
+    };
+    s.owners.set_responsive(1, false);
+    let Outcome::Enqueued(e2) = s.ask_mode(2, um) else {
+        panic!("U must queue behind X")
+    };
+    s.owners.set_responsive(2, false);
+    s.release(0);
+    assert!(s.owners.is_retry(1, e1));
+    assert_eq!(
+        s.owners.waiting_epoch(2),
+        Some(e2),
+        "held back by the marked S"
+    );
+    assert_eq!(s.retry(1, e1), None, "S taken");
+    // U goes with the granted S: the take's rescan does not leave it waiting for the next
+    // release; it is asked to take the lock (its thread looks parked) and does.
+    assert!(s.owners.is_retry(2, e2), "left waiting after the take");
+    assert_eq!(s.retry(2, e2), None, "U taken next to S");
+    s.release(1);
+    s.release(2);
+    assert_eq!(s.table.active_heads(), 0);
+}
+
+/// A waiter that gives up (deadline, deadlock victim) just as the lock was left for it takes
+/// the lock instead of failing, as it would have kept a grant made in that window.
+#[test]
+fn a_cancel_in_retry_takes_a_free_lock() {
+    let s = setup();
+    assert_eq!(s.ask(0, true), Outcome::Granted);
+    let e1 = s.queue_parked(1);
+    s.release(0);
+    assert!(s.owners.is_retry(1, e1));
+    let mut w = Wakeups::default();
+    assert!(s.table.cancel(&s.owners, 1, &s.name, e1, &mut w), "taken");
+    assert!(s.owners.is_granted(1, e1));
+    // Taken by someone else meanwhile: the cancel withdraws.
+    let e3 = s.queue_parked(3);
+    s.release(1);
+    assert!(s.owners.is_retry(3, e3));
+    assert_eq!(s.ask(2, true), Outcome::Granted, "a running request passes");
+    assert!(
+        !s.table.cancel(&s.owners, 3, &s.name, e3, &mut w),
+        "withdrawn"
+    );
+    s.release(2);
     assert_eq!(s.table.active_heads(), 0);
 }
 
