@@ -146,7 +146,7 @@ impl BTree {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::tests::{assert_sound, key, open, value};
     use super::*;
