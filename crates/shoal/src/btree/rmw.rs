@@ -15,7 +15,7 @@
 //! ordinary path ([`BTree::update`]: a descent to the X-latched leaf).
 
 use super::node::{leaf_entry, Node, StoredValue, VALUE_INLINE};
-use super::tree::{Attempt, Logger, Seek};
+use super::tree::Logger;
 use super::wal;
 use super::BTree;
 use crate::buffer::OptimisticPage;
@@ -55,21 +55,8 @@ impl BTree {
     ) -> Result<Option<ReadForUpdate<'_>>> {
         self.lock_for_write(txn, key)?;
         loop {
-            let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
-                continue;
-            };
-            let leaf = path.node;
-            let found = {
-                let b = leaf.bytes();
-                Node::open(&b).and_then(|n| match n.search(key)? {
-                    Ok(i) => n.stored_value(i).map(Some),
-                    Err(_) => Ok(None),
-                })
-            };
-            if leaf.validate().is_err() {
-                continue;
-            }
-            return match found? {
+            let (found, leaf, _) = self.read_leaf_entry(key)?;
+            return match found {
                 None => Ok(None),
                 Some(StoredValue::Inline(value)) => Ok(Some(ReadForUpdate {
                     value,

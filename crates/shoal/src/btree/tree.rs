@@ -371,6 +371,29 @@ impl BTree {
     /// from, read in the same validated optimistic section as the entry.
     pub(crate) fn get_with_lsn(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, Lsn)> {
         loop {
+            let (found, _, lsn) = self.read_leaf_entry(key)?;
+            match found {
+                None => return Ok((None, lsn)),
+                Some(StoredValue::Inline(v)) => return Ok((Some(v), lsn)),
+                Some(StoredValue::Tagged(tagged)) => match self.value_of(tagged)? {
+                    Some(v) => return Ok((Some(v), lsn)),
+                    None => continue, // its chain was replaced meanwhile: read the leaf again
+                },
+            }
+        }
+    }
+
+    /// `key`'s stored value on its leaf (`None`: absent), read optimistically and validated,
+    /// with the leaf at the version read and its page LSN. Nothing is latched (rule 2).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a node that validated yet is malformed; buffer-pool errors
+    /// of a miss.
+    pub(crate) fn read_leaf_entry(
+        &self,
+        key: &[u8],
+    ) -> Result<(Option<StoredValue>, OptimisticPage<'_>, Lsn)> {
+        loop {
             let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
                 continue;
             };
@@ -383,16 +406,8 @@ impl BTree {
                 });
                 (found, crate::page::header::page_lsn(&b))
             };
-            if leaf.validate().is_err() {
-                continue;
-            }
-            match found? {
-                None => return Ok((None, lsn)),
-                Some(StoredValue::Inline(v)) => return Ok((Some(v), lsn)),
-                Some(StoredValue::Tagged(tagged)) => match self.value_of(tagged)? {
-                    Some(v) => return Ok((Some(v), lsn)),
-                    None => continue, // its chain was replaced meanwhile: read the leaf again
-                },
+            if leaf.validate().is_ok() {
+                return Ok((found?, leaf, lsn));
             }
         }
     }
