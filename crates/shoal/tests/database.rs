@@ -434,6 +434,31 @@ fn read_modify_write_and_limited_scans() {
         .map(|r| r.get("id").unwrap())
         .collect();
     assert_eq!(newest, [45, 38]);
+    // The same from the index alone: the primary keys, in the same order.
+    let keys = t
+        .scan_index_keys(
+            &mut tx,
+            "by_branch",
+            &[Value::Int4(3)],
+            ScanDirection::Backward,
+            2,
+        )
+        .unwrap();
+    assert_eq!(keys, [vec![Value::Int8(45)], vec![Value::Int8(38)]]);
+    let all = t
+        .scan_index_keys(
+            &mut tx,
+            "by_branch",
+            &[Value::Int4(3)],
+            ScanDirection::Forward,
+            usize::MAX,
+        )
+        .unwrap();
+    let ids: Vec<Value> = (3..50).step_by(7).map(Value::Int8).collect();
+    assert_eq!(all.concat(), ids);
+    assert!(t
+        .scan_index_keys(&mut tx, "no_such_index", &[], ScanDirection::Forward, 1)
+        .is_err());
     tx.commit().unwrap();
     assert!(db.verify().unwrap().is_ok());
 }

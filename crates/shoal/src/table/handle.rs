@@ -408,24 +408,7 @@ impl Table {
         dir: ScanDirection,
         n: usize,
     ) -> Result<Vec<Row>> {
-        let i = self.def.index_position(index).ok_or_else(|| {
-            Error::invalid(
-                "index",
-                format!("table `{}` has no index `{index}`", self.name()),
-            )
-        })?;
-        let cols = self.def.index_columns(i);
-        let lo = super::encode_key_prefix(&self.def, cols, prefix)?;
-        let hi = crate::btree::key::prefix_successor(&lo);
-        let upper = match &hi {
-            Some(h) => Bound::Excluded(h.as_slice()),
-            None => Bound::Unbounded,
-        };
-        let pks = self.indexes[i]
-            .scan_in(txn, Bound::Included(&lo), upper, dir)
-            .take(n)
-            .map(|kv| kv.map(|(_, pk)| pk))
-            .collect::<Result<Vec<_>>>()?;
+        let pks = self.index_entries(txn, index, prefix, dir, n)?;
         let mut rows = Vec::with_capacity(pks.len());
         for pk in pks {
             match self.primary.get_in(txn, &pk)? {
@@ -439,6 +422,59 @@ impl Table {
             }
         }
         Ok(rows)
+    }
+
+    /// The primary keys (one value per primary-key column) of the rows that
+    /// [`Table::scan_index_first`] would return, read from the index alone: an index-only
+    /// scan, for a caller that needs no other column (TPC-C's customer by last name needs
+    /// only the middle one's id). The index entries are locked as that scan locks them; the
+    /// rows are neither read nor locked.
+    ///
+    /// # Errors
+    /// As [`Table::scan_index`]; [`Error::CorruptRecord`]-like corruption for an index
+    /// entry whose primary key does not decode.
+    pub fn scan_index_keys(
+        &self,
+        txn: &mut Transaction<'_>,
+        index: &str,
+        prefix: &[Value],
+        dir: ScanDirection,
+        n: usize,
+    ) -> Result<Vec<Vec<Value>>> {
+        self.index_entries(txn, index, prefix, dir, n)?
+            .iter()
+            .map(|pk| super::keys::decode_key(&self.def, self.def.primary_key(), pk))
+            .collect()
+    }
+
+    /// The encoded primary keys held by the entries of index `index` that begin with
+    /// `prefix`, in index order (or reversed), at most `n`.
+    fn index_entries(
+        &self,
+        txn: &mut Transaction<'_>,
+        index: &str,
+        prefix: &[Value],
+        dir: ScanDirection,
+        n: usize,
+    ) -> Result<Vec<Vec<u8>>> {
+        let i = self.def.index_position(index).ok_or_else(|| {
+            Error::invalid(
+                "index",
+                format!("table `{}` has no index `{index}`", self.name()),
+            )
+        })?;
+        let cols = self.def.index_columns(i);
+        let lo = super::encode_key_prefix(&self.def, cols, prefix)?;
+        let hi = crate::btree::key::prefix_successor(&lo);
+        let upper = match &hi {
+            Some(h) => Bound::Excluded(h.as_slice()),
+            None => Bound::Unbounded,
+        };
+        self.indexes[i]
+            .scan_in(txn, Bound::Included(&lo), upper, dir)
+            .take(n)
+            .map(|kv| kv.map(|(_, pk)| pk))
+            .collect()
     }
 }
 

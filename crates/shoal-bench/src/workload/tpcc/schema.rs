@@ -277,6 +277,8 @@ pub mod col {
     pub const C_ID: usize = 2;
     /// `c_first`.
     pub const C_FIRST: usize = 3;
+    /// `c_middle`.
+    pub const C_MIDDLE: usize = 4;
     /// `c_last`.
     pub const C_LAST: usize = 5;
     /// `c_credit`.

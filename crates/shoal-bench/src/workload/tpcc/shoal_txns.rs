@@ -228,21 +228,30 @@ fn find_customer(
     w: i32,
     d: i32,
     sel: &Customer,
-) -> shoal::Result<Option<Row>> {
+) -> shoal::Result<Option<i32>> {
     match sel {
-        Customer::Id(c) => t.get(T::Customer).get(tx, &[i4(w), i4(d), i4(*c)]),
+        Customer::Id(c) => Ok(Some(*c)),
         Customer::Last(last) => {
-            let mut rows = t.get(T::Customer).scan_index(
+            // From the index alone, as SQLite's `SELECT c_id ... ORDER BY c_first` runs:
+            // its entries are in first-name order and hold the primary key.
+            let keys = t.get(T::Customer).scan_index_keys(
                 tx,
                 "customer_by_name",
                 &[i4(w), i4(d), V::Str(last.clone())],
+                ScanDirection::Forward,
+                usize::MAX,
             )?;
-            if rows.is_empty() {
+            if keys.is_empty() {
                 return Ok(None);
             }
-            // ceil(n / 2), 1-based.
-            let i = (rows.len() - 1) / 2;
-            Ok(Some(rows.swap_remove(i)))
+            // ceil(n / 2), 1-based; the primary key is (c_w_id, c_d_id, c_id).
+            match keys[(keys.len() - 1) / 2].as_slice() {
+                [_, _, V::Int4(c)] => Ok(Some(*c)),
+                other => Err(shoal::Error::invalid(
+                    "customer key",
+                    format!("expected (w, d, c_id), got {other:?}"),
+                )),
+            }
         }
     }
 }
@@ -268,8 +277,7 @@ pub fn payment(
     let c = match &inp.customer {
         Customer::Id(c) => *c,
         sel => find_customer(t, tx, inp.c_w, inp.c_d, sel)?
-            .ok_or_else(|| missing("customer of that last name"))?
-            .get_at::<i32>(col::C_ID)?,
+            .ok_or_else(|| missing("customer of that last name"))?,
     };
     t.get(T::Customer)
         .update_with(tx, &[i4(inp.c_w), i4(inp.c_d), i4(c)], |r| {
@@ -321,10 +329,20 @@ pub fn order_status(
     tx: &mut Transaction<'_>,
     inp: &OrderStatusIn,
 ) -> shoal::Result<usize> {
-    let crow =
+    let c =
         find_customer(t, tx, inp.w, inp.d, &inp.customer)?.ok_or_else(|| missing("customer"))?;
-    let c: i32 = crow.get_at(col::C_ID)?;
-    let _balance: i64 = crow.get_at(col::C_BALANCE)?;
+    // The columns the spec's Order-Status shows (as the SQLite side selects them).
+    let _customer = t
+        .get(T::Customer)
+        .get_with(tx, &[i4(inp.w), i4(inp.d), i4(c)], |v| {
+            Ok((
+                int(v, col::C_BALANCE)?,
+                v.value(col::C_FIRST)?,
+                v.value(col::C_MIDDLE)?,
+                v.value(col::C_LAST)?,
+            ))
+        })?
+        .ok_or_else(|| missing("customer"))?;
     let orders = t.get(T::Orders).scan_index_first(
         tx,
         "orders_by_customer",
