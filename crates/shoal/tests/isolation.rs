@@ -524,3 +524,45 @@ fn read_committed_never_sees_rolled_back_values_under_stress() {
     assert!(reads > 100, "only {reads} reads");
     t.verify().unwrap();
 }
+
+/// An insert's next-key lock names the next key even when that key is the first of the
+/// next leaf (read from the right sibling without a descent): at every gap of a tree of
+/// several leaves, a SERIALIZABLE reader whose range `[g - 1, g + 1)` ended at `g + 1`
+/// (its end lock) keeps an insert of `g` out.
+#[test]
+fn inserts_lock_the_next_key_across_leaf_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(dir.path(), 0); // a conflicting lock fails at once
+    let t = BTree::create(e.txns(), e.space())
+        .unwrap()
+        .with_locking(SPACE);
+    let mut tx = e.begin();
+    for i in (0..2400).step_by(2) {
+        t.insert(&mut tx, &k(i), &v(1)).unwrap();
+    }
+    tx.commit().unwrap();
+    assert!(t.verify().unwrap().pages_by_level[0] >= 4, "several leaves");
+    for g in (1..2399u64).step_by(2) {
+        let mut reader = e.begin_with(Serializable);
+        let (lo, hi) = (k(g - 1), k(g + 1));
+        let read = t
+            .scan_in(
+                &mut reader,
+                Bound::Included(&lo[..]),
+                Bound::Excluded(&hi[..]),
+                ScanDirection::Forward,
+            )
+            .count();
+        assert_eq!(read, 1);
+        let mut writer = e.begin();
+        let r = t.insert(&mut writer, &k(g), &v(2));
+        assert!(
+            matches!(r, Err(Error::LockTimeout { .. })),
+            "insert of {g} passed the reader's end lock on {}: {r:?}",
+            g + 1
+        );
+        writer.abort().unwrap();
+        reader.commit().unwrap();
+    }
+    t.verify().unwrap();
+}

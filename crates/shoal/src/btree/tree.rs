@@ -614,10 +614,32 @@ impl BTree {
         if pos < n.entry_count() {
             return n.key(pos).map(Some);
         }
-        match n.high_fence()? {
-            None => Ok(None),
-            Some(high) => self.next_key(&std::ops::Bound::Included(high)),
+        let Some(high) = n.high_fence()? else {
+            return Ok(None);
+        };
+        // The right sibling's first key, read optimistically: the next key if the sibling
+        // starts at this leaf's high fence and is not empty (rule 1), without a descent from
+        // the root. Left to right and latch-free, so nothing can wait on this X latch. Any
+        // other case (an empty sibling, a sibling being restructured) takes the cursor.
+        if n.right.is_valid() {
+            let first = self
+                .pool
+                .read_optimistic(n.right, |b| -> Result<Option<Vec<u8>>> {
+                    let s = Node::open(b)?;
+                    if s.tree != self.root
+                        || !s.is_leaf()
+                        || s.entry_count() == 0
+                        || s.low_fence()?.as_deref() != Some(high.as_slice())
+                    {
+                        return Ok(None);
+                    }
+                    s.key(0).map(Some)
+                })?;
+            if let Ok(Some(k)) = first {
+                return Ok(Some(k));
+            }
         }
+        self.next_key(&std::ops::Bound::Included(high))
     }
 
     /// Logical undo of an insert: removes `key` wherever it now lives (btree rule 6).
