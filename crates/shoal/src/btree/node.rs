@@ -61,9 +61,10 @@ const SP_PREFIX_HEAD: usize = 32;
 const PREFIX_HEAD_BYTES: usize = 8;
 /// Bytes of a key that a hint holds.
 const HINT_BYTES: usize = 4;
-/// Byte offset of entry 0's hint: the slot array follows the special area, and a hint is
-/// the second half of its 8-byte slot.
-const HINTS_AT: usize = SPECIAL_OFFSET + SPECIAL_BYTES + FIRST_ENTRY * NODE_SLOT_SIZE + 4;
+/// Byte offset of entry 0's slot: the slot array follows the special area.
+const ENTRY_SLOTS_AT: usize = SPECIAL_OFFSET + SPECIAL_BYTES + FIRST_ENTRY * NODE_SLOT_SIZE;
+/// Byte offset of entry 0's hint, the second half of its 8-byte slot.
+const HINTS_AT: usize = ENTRY_SLOTS_AT + 4;
 /// Probes of a node's binary search whose slots are prefetched together (1 + 2 + 4 lines).
 const PREFETCH_SEARCH_DEPTH: u32 = 3;
 /// Slot arrays shorter than this many bytes (four cache lines) are not prefetched.
@@ -136,6 +137,17 @@ pub(crate) fn leaf_entry(key: &[u8], value: &[u8]) -> Vec<u8> {
     let mut e = Vec::with_capacity(KEY_LEN_BYTES + key.len() + value.len());
     e.extend_from_slice(&(key.len() as u16).to_le_bytes());
     e.extend_from_slice(key);
+    e.extend_from_slice(value);
+    e
+}
+
+/// A leaf entry record holding `value` inline: `[key_len u16][key][VALUE_INLINE][value]`,
+/// built in one allocation.
+pub(crate) fn inline_leaf_entry(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut e = Vec::with_capacity(KEY_LEN_BYTES + key.len() + 1 + value.len());
+    e.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    e.extend_from_slice(key);
+    e.push(VALUE_INLINE);
     e.extend_from_slice(value);
     e
 }
@@ -452,11 +464,10 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             return;
         }
         let page = self.s.page();
-        let base = SPECIAL_OFFSET + SPECIAL_BYTES + FIRST_ENTRY * NODE_SLOT_SIZE;
         for d in 1..=PREFETCH_SEARCH_DEPTH {
             let parts = 1usize << d;
             for j in (1..parts).step_by(2) {
-                page.prefetch(base + count * j / parts * NODE_SLOT_SIZE);
+                page.prefetch(ENTRY_SLOTS_AT + count * j / parts * NODE_SLOT_SIZE);
             }
         }
     }
@@ -512,6 +523,15 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>> {
         let (r, k) = self.ranges(i)?;
         Ok(self.s.page().to_vec(k.end, r.end - k.end))
+    }
+
+    /// True if entry `i`'s key is `key` (no copy of the key).
+    ///
+    /// # Errors
+    /// As [`Node::search`].
+    pub(crate) fn key_is(&self, i: usize, key: &[u8]) -> Result<bool> {
+        let probe = Probe::new(key, self.prefix_len);
+        Ok(self.cmp_probe(i, &probe)? == Ordering::Equal)
     }
 
     /// Leaf entry `i`'s value: an inline value copied without its tag (one copy, no

@@ -14,8 +14,8 @@
 //! If the upgrade fails, or the value is not stored inline (old or new), the write takes the
 //! ordinary path ([`BTree::update`]: a descent to the X-latched leaf).
 
-use super::node::{leaf_entry, Node, StoredValue, VALUE_INLINE};
-use super::tree::Logger;
+use super::node::{inline_leaf_entry, Node, StoredValue};
+use super::tree::{LeafRead, Logger};
 use super::wal;
 use super::BTree;
 use crate::buffer::OptimisticPage;
@@ -26,10 +26,11 @@ use crate::txn::Transaction;
 /// write its replacement without descending again.
 pub struct ReadForUpdate<'t> {
     value: Vec<u8>,
-    /// The leaf it was read from, at the version read, with the tree's root and the key it
-    /// was read for (a write of another key or tree takes the ordinary path); `None` for a
-    /// value stored out of line (it is written by the ordinary path).
-    leaf: Option<(OptimisticPage<'t>, crate::types::PageId, Vec<u8>)>,
+    /// Where it was read: the leaf at the version read, the tree's root and the entry's
+    /// number on the leaf (a write of another key or tree finds no match there and takes
+    /// the ordinary path); `None` for a value stored out of line (written by the ordinary
+    /// path).
+    at: Option<(OptimisticPage<'t>, crate::types::PageId, usize)>,
 }
 
 impl ReadForUpdate<'_> {
@@ -55,15 +56,15 @@ impl BTree {
     ) -> Result<Option<ReadForUpdate<'_>>> {
         self.lock_for_write(txn, key)?;
         loop {
-            let (found, leaf, _) = self.read_leaf_entry(key)?;
-            return match found {
+            let LeafRead { entry, leaf, .. } = self.read_leaf_entry(key)?;
+            return match entry {
                 None => Ok(None),
-                Some(StoredValue::Inline(value)) => Ok(Some(ReadForUpdate {
+                Some((i, StoredValue::Inline(value))) => Ok(Some(ReadForUpdate {
                     value,
-                    leaf: Some((leaf, self.root(), key.to_vec())),
+                    at: Some((leaf, self.root(), i)),
                 })),
-                Some(StoredValue::Tagged(tagged)) => match self.value_of(tagged)? {
-                    Some(value) => Ok(Some(ReadForUpdate { value, leaf: None })),
+                Some((_, StoredValue::Tagged(tagged))) => match self.value_of(tagged)? {
+                    Some(value) => Ok(Some(ReadForUpdate { value, at: None })),
                     None => continue, // its chain was replaced meanwhile: read again
                 },
             };
@@ -84,11 +85,10 @@ impl BTree {
         read: ReadForUpdate<'_>,
         value: &[u8],
     ) -> Result<()> {
-        if let Some((leaf, root, read_key)) = read.leaf {
+        if let Some((leaf, root, i)) = read.at {
             if root == self.root()
-                && read_key == key
                 && value.len() <= self.max_inline_value_bytes(key.len())
-                && self.replace_on(txn, leaf, key, value)?
+                && self.replace_on(txn, leaf, i, key, value)?
             {
                 return Ok(());
             }
@@ -96,30 +96,27 @@ impl BTree {
         self.update(txn, key, value).map(|_| ())
     }
 
-    /// Replaces `key`'s inline value on `leaf` if the leaf is still at the version read and
-    /// has room; false (nothing changed) otherwise.
+    /// Replaces the inline value of entry `i` of `leaf`, if the leaf is still at the version
+    /// read, entry `i` is `key`'s and the new entry fits; false (nothing changed) otherwise.
     fn replace_on(
         &self,
         txn: &mut Transaction<'_>,
         leaf: OptimisticPage<'_>,
+        i: usize,
         key: &[u8],
         value: &[u8],
     ) -> Result<bool> {
         let Ok(mut x) = leaf.upgrade() else {
             return Ok(false);
         };
-        let mut tagged = Vec::with_capacity(1 + value.len());
-        tagged.push(VALUE_INLINE);
-        tagged.extend_from_slice(value);
-        let entry = leaf_entry(key, &tagged);
+        let entry = inline_leaf_entry(key, value);
         let old = {
             let n = Node::open(x.bytes())?;
-            // Unchanged since the read, which found the key here: not finding it now is
-            // corruption, and `Ok` names the entry read.
-            let i = match n.search(key)? {
-                Ok(i) => i,
-                Err(_) => return Err(self.corrupt(n.page_id(), "a key read for update vanished")),
-            };
+            // The leaf is as read, so entry `i` is the key read; another key means the read
+            // was of another key (the caller's mistake), for the ordinary path.
+            if i >= n.entry_count() || !n.key_is(i, key)? {
+                return Ok(false);
+            }
             if entry.len() > n.free_bytes() + n.entry_len(i)? {
                 return Ok(false); // the leaf must split: the ordinary path does that
             }
@@ -158,8 +155,8 @@ mod tests {
         let mut tx = e.begin();
         let r = t.read_for_update(&mut tx, &key(7)).unwrap().unwrap();
         assert_eq!(r.value(), &value(7, 20)[..]);
-        let (leaf, _, _) = r.leaf.expect("an inline value keeps its leaf");
-        assert!(t.replace_on(&mut tx, leaf, &key(7), b"seven").unwrap());
+        let (leaf, _, i) = r.at.expect("an inline value keeps its leaf");
+        assert!(t.replace_on(&mut tx, leaf, i, &key(7), b"seven").unwrap());
         assert_eq!(t.get(&key(7)).unwrap().as_deref(), Some(&b"seven"[..]));
         tx.abort().unwrap();
         assert_eq!(t.get(&key(7)).unwrap(), Some(value(7, 20)));
@@ -181,11 +178,10 @@ mod tests {
         let mut other = e.begin();
         t.update(&mut other, &key(9), b"nine").unwrap();
         other.commit().unwrap();
-        let ReadForUpdate { value: v, leaf } = r;
+        let ReadForUpdate { value: v, at } = r;
         assert_eq!(v, value(8, 20));
-        assert!(!t
-            .replace_on(&mut tx, leaf.unwrap().0, &key(8), b"x")
-            .unwrap());
+        let (leaf, _, i) = at.unwrap();
+        assert!(!t.replace_on(&mut tx, leaf, i, &key(8), b"x").unwrap());
         // Through write_read it lands all the same.
         let r = t.read_for_update(&mut tx, &key(8)).unwrap().unwrap();
         let mut other = e.begin();
@@ -198,7 +194,7 @@ mod tests {
         t.write_read(&mut tx, &key(11), r, &big).unwrap();
         // An overflow value, replaced by an inline one, and an inline one by an overflow one.
         let r = t.read_for_update(&mut tx, &key(1000)).unwrap().unwrap();
-        assert!(r.leaf.is_none() && r.value() == &value(1000, 20_000)[..]);
+        assert!(r.at.is_none() && r.value() == &value(1000, 20_000)[..]);
         t.write_read(&mut tx, &key(1000), r, b"small").unwrap();
         let r = t.read_for_update(&mut tx, &key(12)).unwrap().unwrap();
         t.write_read(&mut tx, &key(12), r, &value(12, 9_000))

@@ -105,6 +105,14 @@ pub(crate) struct Path<'p> {
     pub(crate) node: OptimisticPage<'p>,
 }
 
+/// What [`BTree::read_leaf_entry`] read: the key's entry number and stored value (`None`:
+/// absent), the leaf at the version read, and the leaf's page LSN.
+pub(crate) struct LeafRead<'p> {
+    pub(crate) entry: Option<(usize, StoredValue)>,
+    pub(crate) leaf: OptimisticPage<'p>,
+    pub(crate) lsn: Lsn,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Put {
     Insert,
@@ -371,11 +379,11 @@ impl BTree {
     /// from, read in the same validated optimistic section as the entry.
     pub(crate) fn get_with_lsn(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, Lsn)> {
         loop {
-            let (found, _, lsn) = self.read_leaf_entry(key)?;
-            match found {
+            let LeafRead { entry, lsn, .. } = self.read_leaf_entry(key)?;
+            match entry {
                 None => return Ok((None, lsn)),
-                Some(StoredValue::Inline(v)) => return Ok((Some(v), lsn)),
-                Some(StoredValue::Tagged(tagged)) => match self.value_of(tagged)? {
+                Some((_, StoredValue::Inline(v))) => return Ok((Some(v), lsn)),
+                Some((_, StoredValue::Tagged(tagged))) => match self.value_of(tagged)? {
                     Some(v) => return Ok((Some(v), lsn)),
                     None => continue, // its chain was replaced meanwhile: read the leaf again
                 },
@@ -383,16 +391,13 @@ impl BTree {
         }
     }
 
-    /// `key`'s stored value on its leaf (`None`: absent), read optimistically and validated,
-    /// with the leaf at the version read and its page LSN. Nothing is latched (rule 2).
+    /// `key`'s entry on its leaf, read optimistically and validated ([`LeafRead`]). Nothing
+    /// is latched (rule 2).
     ///
     /// # Errors
     /// [`Error::Corruption`] for a node that validated yet is malformed; buffer-pool errors
     /// of a miss.
-    pub(crate) fn read_leaf_entry(
-        &self,
-        key: &[u8],
-    ) -> Result<(Option<StoredValue>, OptimisticPage<'_>, Lsn)> {
+    pub(crate) fn read_leaf_entry(&self, key: &[u8]) -> Result<LeafRead<'_>> {
         loop {
             let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
                 continue;
@@ -401,13 +406,17 @@ impl BTree {
             let (found, lsn) = {
                 let b = leaf.bytes();
                 let found = Node::open(&b).and_then(|n| match n.search(key)? {
-                    Ok(i) => n.stored_value(i).map(Some),
+                    Ok(i) => n.stored_value(i).map(|v| Some((i, v))),
                     Err(_) => Ok(None),
                 });
                 (found, crate::page::header::page_lsn(&b))
             };
             if leaf.validate().is_ok() {
-                return Ok((found?, leaf, lsn));
+                return Ok(LeafRead {
+                    entry: found?,
+                    leaf,
+                    lsn,
+                });
             }
         }
     }

@@ -132,10 +132,9 @@ pub(crate) fn clean_pass(pool: &BufferPool, batch: usize, lag_bytes: u64) {
         // rec_lsn read here only delays or hastens a write; `oldest` below is exact.)
         dirty.retain(|&(_, _, rec)| rec.saturating_add(lag_bytes) <= log_end);
     }
-    let mut dirty: Vec<(u64, u32)> = dirty.into_iter().map(|(p, f, _)| (p, f)).collect();
-    dirty.sort_unstable();
+    dirty.sort_unstable(); // by page id
     'outer: for chunk in dirty.chunks(batch) {
-        for &(pid, f) in chunk {
+        for &(pid, f, _) in chunk {
             let fr = &pool.frames[f as usize];
             let Some(_s) = fr.latch.try_shared() else {
                 continue;

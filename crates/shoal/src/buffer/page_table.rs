@@ -61,12 +61,23 @@ impl PageTable {
     }
 
     /// The frame holding `pid`, if any. Takes no latch and writes nothing (waits only if a
-    /// writer holds the bucket at that instant). `visit` is called with each frame number
-    /// of the chain before that frame is read (the number may be garbage under a concurrent
-    /// change): the optimistic fix path prefetches the frame's page there, so that the
-    /// frame's descriptor and its page header are fetched from memory in parallel.
+    /// writer holds the bucket at that instant).
     #[inline]
-    pub(crate) fn lookup(&self, frames: &[Frame], pid: PageId, visit: impl Fn(u32)) -> Option<u32> {
+    pub(crate) fn lookup(&self, frames: &[Frame], pid: PageId) -> Option<u32> {
+        self.lookup_with(frames, pid, |_| {})
+    }
+
+    /// [`PageTable::lookup`], calling `visit` with each frame number of the chain before
+    /// that frame is read (the number may be garbage under a concurrent change): the
+    /// optimistic fix path prefetches the frame's page there, so that the frame's descriptor
+    /// and its page header are fetched from memory in parallel.
+    #[inline]
+    pub(crate) fn lookup_with(
+        &self,
+        frames: &[Frame],
+        pid: PageId,
+        visit: impl Fn(u32),
+    ) -> Option<u32> {
         let b = self.bucket(pid);
         loop {
             let g = b.latch.optimistic();
@@ -136,14 +147,14 @@ mod tests {
         }
         assert_eq!(t.insert(&frames, PageId(103), 0), Err(3));
         for f in 0..8u32 {
-            assert_eq!(t.lookup(&frames, PageId(100 + f as u64), |_| {}), Some(f));
+            assert_eq!(t.lookup(&frames, PageId(100 + f as u64)), Some(f));
         }
         t.remove(&frames, PageId(105), 5);
         t.remove(&frames, PageId(100), 0);
-        assert_eq!(t.lookup(&frames, PageId(105), |_| {}), None);
-        assert_eq!(t.lookup(&frames, PageId(100), |_| {}), None);
-        assert_eq!(t.lookup(&frames, PageId(107), |_| {}), Some(7));
+        assert_eq!(t.lookup(&frames, PageId(105)), None);
+        assert_eq!(t.lookup(&frames, PageId(100)), None);
+        assert_eq!(t.lookup(&frames, PageId(107)), Some(7));
         assert!(!PageId(frames[5].page_id.load(Relaxed)).is_valid());
-        assert_eq!(t.lookup(&frames, PageId(999), |_| {}), None);
+        assert_eq!(t.lookup(&frames, PageId(999)), None);
     }
 }

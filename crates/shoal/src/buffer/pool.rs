@@ -175,7 +175,7 @@ impl BufferPool {
     pub fn fix_shared(&self, pid: PageId) -> Result<SharedGuard<'_>> {
         Self::check_pid(pid)?;
         loop {
-            if let Some(f) = self.table.lookup(&self.frames, pid, |_| {}) {
+            if let Some(f) = self.table.lookup(&self.frames, pid) {
                 let fr = &self.frames[f as usize];
                 let (latch, waited) = fr.latch.shared_timed();
                 if fr.page_id.load(Relaxed) == pid.0 {
@@ -199,7 +199,7 @@ impl BufferPool {
     pub fn fix_exclusive(&self, pid: PageId) -> Result<ExclusiveGuard<'_>> {
         Self::check_pid(pid)?;
         loop {
-            if let Some(f) = self.table.lookup(&self.frames, pid, |_| {}) {
+            if let Some(f) = self.table.lookup(&self.frames, pid) {
                 let fr = &self.frames[f as usize];
                 let (latch, waited) = fr.latch.exclusive_timed();
                 if fr.page_id.load(Relaxed) == pid.0 {
@@ -240,7 +240,7 @@ impl BufferPool {
     pub fn fix_uninit(&self, pid: PageId) -> Result<ExclusiveGuard<'_>> {
         Self::check_pid(pid)?;
         loop {
-            if let Some(f) = self.table.lookup(&self.frames, pid, |_| {}) {
+            if let Some(f) = self.table.lookup(&self.frames, pid) {
                 let fr = &self.frames[f as usize];
                 let latch = fr.latch.exclusive();
                 if fr.page_id.load(Relaxed) == pid.0 {
@@ -272,7 +272,7 @@ impl BufferPool {
         loop {
             if let Some(f) = self
                 .table
-                .lookup(&self.frames, pid, |f| self.prefetch_head(f))
+                .lookup_with(&self.frames, pid, |f| self.prefetch_head(f))
             {
                 let fr = &self.frames[f as usize];
                 let g = fr.latch.optimistic();
@@ -490,7 +490,7 @@ impl BufferPool {
     /// The write error, or [`Error::PoolFailed`] after an earlier failure.
     pub fn flush_page(&self, pid: PageId) -> Result<()> {
         Self::check_pid(pid)?;
-        let Some(f) = self.table.lookup(&self.frames, pid, |_| {}) else {
+        let Some(f) = self.table.lookup(&self.frames, pid) else {
             return Ok(()); // not resident: nothing unwritten
         };
         let _s = self.frames[f as usize].latch.shared();

@@ -307,8 +307,9 @@ impl Head {
         }
     }
 
-    /// Grants waiting request `p` its wanted mode (the caller checked T4).
-    fn grant(&mut self, m: &ModeTable, p: usize, owners: &Owners, wake: &mut Wakeups) {
+    /// Grants waiting request `p` its wanted mode (the caller checked T4, and wakes the
+    /// owner's thread unless it is the caller's own).
+    fn grant(&mut self, m: &ModeTable, p: usize, owners: &Owners) {
         let r = self.requests.get(p);
         let req = self.requests.get_mut(p);
         // A conversion's `wanted` is already its target (held ⊔ asked).
@@ -323,7 +324,6 @@ impl Head {
             m.sup_raw(self.group, r.wanted)
         };
         owners.grant(r.owner);
-        wake.push(r.owner);
     }
 
     /// T5 and T7: grants every waiter that has become grantable, conversions first — except
@@ -355,7 +355,8 @@ impl Head {
                     wake.push(r.owner);
                     continue;
                 }
-                self.grant(m, p, owners, wake);
+                self.grant(m, p, owners);
+                wake.push(r.owner);
             }
         }
     }
@@ -376,8 +377,7 @@ impl Head {
         let r = self.requests.get(p);
         if self.grantable(m, p, r.wanted, false, true) {
             self.note_passed(m, p, r.wanted);
-            let mut own = Wakeups::default(); // the taker's own thread needs no wake-up
-            self.grant(m, p, owners, &mut own);
+            self.grant(m, p, owners);
             self.grant_waiters(m, owners, wake);
             true
         } else {

@@ -347,22 +347,20 @@ impl Shared {
                 WaitEnd::Granted => break Ok(()),
                 // T7: the lock was left for this thread to take; if another took it first,
                 // this is a new block (new epoch), searched for deadlocks like the first.
-                WaitEnd::Retry => match self.table.retry(&self.owners, owner, name, epoch, wake) {
-                    None => {
-                        self.counters.retries.incr();
-                        break Ok(());
+                WaitEnd::Retry => {
+                    self.counters.retries.incr();
+                    match self.table.retry(&self.owners, owner, name, epoch, wake) {
+                        None => break Ok(()),
+                        Some(e) => {
+                            self.counters.retries_lost.incr();
+                            epoch = e;
+                        }
                     }
-                    Some(e) => {
-                        self.counters.retries.incr();
-                        self.counters.retries_lost.incr();
-                        epoch = e;
-                    }
-                },
+                }
                 WaitEnd::Other => {
                     if self.table.cancel(&self.owners, owner, name, epoch, wake) {
                         break Ok(());
                     }
-                    wake.wake(&self.owners);
                     self.counters.timeouts.incr();
                     break Err(Error::LockTimeout {
                         txn,
@@ -373,8 +371,8 @@ impl Shared {
                 }
             }
         };
-        // Grants made on this thread's way out (a retry or a late take in `cancel` rescans
-        // the queue, T7) are woken now that no bucket latch is held.
+        // Grants made on this thread's way out (a withdrawal, or a retry or late take in
+        // `cancel` that rescans the queue, T7) are woken now that no bucket latch is held.
         wake.wake(&self.owners);
         let waited = start.elapsed();
         self.counters.wait_us.add(waited.as_micros() as u64);

@@ -267,25 +267,21 @@ impl LockTable {
         if owners.is_granted(owner, epoch) {
             return true;
         }
-        if owners.is_retry(owner, epoch) {
-            // T7: the lock was left for this waiter to take just as it gave up (deadline or
-            // deadlock victim). Take it if it is still free, as a grant in that window would
-            // have been honoured.
-            if let Some(i) = bk.find(name) {
-                let h = &mut bk.head_mut(i);
-                if let Some(p) = h.position(owner) {
-                    if h.take_retry(self.modes, p, owners, wake) {
-                        return true;
-                    }
-                }
-            }
-        }
-        owners.cancel(owner, epoch);
-        let Some(i) = bk.find(name) else { return false };
-        let h = &mut bk.head_mut(i);
-        let Some(p) = h.position(owner) else {
+        let Some((i, p)) = bk
+            .find(name)
+            .and_then(|i| bk.head(i).position(owner).map(|p| (i, p)))
+        else {
+            owners.cancel(owner, epoch);
             return false;
         };
+        let h = &mut bk.head_mut(i);
+        // T7: the lock was left for this waiter to take just as it gave up (deadline or
+        // deadlock victim). Take it if it is still free, as a grant in that window would have
+        // been honoured.
+        if owners.is_retry(owner, epoch) && h.take_retry(self.modes, p, owners, wake) {
+            return true;
+        }
+        owners.cancel(owner, epoch);
         if h.requests.get(p).wanted != NONE {
             h.waiting -= 1;
         }

@@ -7,17 +7,20 @@
 //! the owner waits in (to WAITING when it enqueues, to GRANTED by the thread that grants it,
 //! to RETRY when a release finds the request grantable but its thread off the processor, to
 //! CANCELLED when the waiter withdraws), so a reader holding that latch sees the request
-//! and the word agree. Rule W2: a waiter allowed to spin (the only waiter of its name when
-//! it queued) polls the word for a short while before it parks (spin-then-block); others
-//! park at once, since with more waiters than processors pollers would take the processors
-//! from the holder they wait for; and at most half the processors' worth of threads poll
-//! at a time, whatever names they wait for. A change is seen either by the poll or, once parked,
-//! through `notify`, which takes the park mutex, so no wake-up is lost either way. Rule W3: `responsive` is
-//! true from the moment a wait begins until its thread stops busy-polling (starts yielding
-//! the processor or parks); a grant to a responsive waiter is picked up within
-//! microseconds, one to an unresponsive waiter only once the scheduler runs its thread
-//! again (table rule T7 uses this). It is a hint read with Relaxed loads: a stale value
-//! costs a wake-up or a hand-off delay, never correctness.
+//! and the word agree.
+//!
+//! Rule W2: a waiter allowed to spin (the only waiter of its name when it queued) polls the
+//! word for a short while before it parks (spin-then-block); others park at once, since with
+//! more waiters than processors the pollers would take the processors from the holder they
+//! wait for; and at most half the processors' worth of threads poll at a time, whatever
+//! names they wait for. A change is seen either by the poll or, once parked, through
+//! `notify`, which takes the park mutex, so no wake-up is lost either way.
+//!
+//! Rule W3: `responsive` is true from the moment a wait begins until its thread stops
+//! busy-polling (starts yielding the processor or parks); a grant to a responsive waiter is
+//! picked up within microseconds, one to an unresponsive waiter only once the scheduler runs
+//! its thread again (table rule T7 uses this). It is a hint read with Relaxed loads: a stale
+//! value costs a wake-up or a hand-off delay, never correctness.
 
 use super::mode::NONE;
 use super::name::LockName;
@@ -40,6 +43,11 @@ const RETRY: u64 = 4;
 /// Bits of the state word below the epoch.
 const STATE_BITS: u32 = 3;
 const STATE_MASK: u64 = (1 << STATE_BITS) - 1;
+
+/// The state word of wait `epoch` in `state`.
+const fn word(epoch: u64, state: u64) -> u64 {
+    epoch << STATE_BITS | state
+}
 
 /// How a wait in [`Owners::park_until`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,8 +152,7 @@ impl Owners {
         }
         // W3: the thread that enqueues is running, and will poll if it may spin.
         s.responsive.store(spin, Ordering::Relaxed);
-        s.word
-            .store(epoch << STATE_BITS | WAITING, Ordering::Release);
+        s.word.store(word(epoch, WAITING), Ordering::Release);
         epoch
     }
 
@@ -185,14 +192,14 @@ impl Owners {
 
     /// True if wait `epoch` is in the RETRY state (under the bucket latch).
     pub(crate) fn is_retry(&self, owner: u32, epoch: u64) -> bool {
-        self.states[owner as usize].word.load(Ordering::Acquire) == (epoch << STATE_BITS | RETRY)
+        self.states[owner as usize].word.load(Ordering::Acquire) == word(epoch, RETRY)
     }
 
     /// Marks the owner's wait `epoch` withdrawn (under the bucket latch, W1).
     pub(crate) fn cancel(&self, owner: u32, epoch: u64) {
         self.states[owner as usize]
             .word
-            .store(epoch << STATE_BITS | CANCELLED, Ordering::Release);
+            .store(word(epoch, CANCELLED), Ordering::Release);
     }
 
     /// The epoch of the owner's current wait if it is waiting (a wait in RETRY is not: its
@@ -206,7 +213,7 @@ impl Owners {
 
     /// True if wait `epoch` was granted.
     pub(crate) fn is_granted(&self, owner: u32, epoch: u64) -> bool {
-        self.states[owner as usize].word.load(Ordering::Acquire) == (epoch << STATE_BITS | GRANTED)
+        self.states[owner as usize].word.load(Ordering::Acquire) == word(epoch, GRANTED)
     }
 
     /// What the owner waits for, if it is still wait `epoch`.
@@ -246,7 +253,7 @@ impl Owners {
     /// holding it for a thread that may not run for a while.
     pub(crate) fn park_until(&self, owner: u32, epoch: u64, deadline: Option<Instant>) -> WaitEnd {
         let s = &self.states[owner as usize];
-        let waiting = epoch << STATE_BITS | WAITING;
+        let waiting = word(epoch, WAITING);
         #[cfg(not(loom))]
         if s.responsive.load(Ordering::Relaxed) && self.claim_spinner() {
             let _spinning = SpinnerSlot(&self.spinners);
@@ -281,9 +288,9 @@ impl Owners {
         }
         drop(g);
         let w = s.word.load(Ordering::Acquire);
-        if w == (epoch << STATE_BITS | GRANTED) {
+        if w == word(epoch, GRANTED) {
             WaitEnd::Granted
-        } else if w == (epoch << STATE_BITS | RETRY) {
+        } else if w == word(epoch, RETRY) {
             WaitEnd::Retry
         } else {
             WaitEnd::Other

@@ -202,7 +202,8 @@ const SPACES: &str = "                                                          
 /// `s` padded with spaces to `n` characters (`s` has at most `n`).
 pub(super) fn pad(s: &str, n: u32) -> String {
     let missing = (n as usize).saturating_sub(s.chars().count());
-    // Spaces are one byte each: resize the bytes rather than push `missing` chars.
+    // Spaces are one byte each: copy them from SPACES in one piece rather than push
+    // `missing` chars one by one (CHAR(n) fillers are long).
     let mut out = String::with_capacity(s.len() + missing);
     out.push_str(s);
     out.push_str(&SPACES[..missing.min(SPACES.len())]);

@@ -431,8 +431,8 @@ impl Table {
     /// rows are neither read nor locked.
     ///
     /// # Errors
-    /// As [`Table::scan_index`]; [`Error::CorruptRecord`]-like corruption for an index
-    /// entry whose primary key does not decode.
+    /// As [`Table::scan_index`]; [`Error::CorruptRecord`] for an index entry whose primary
+    /// key does not decode.
     pub fn scan_index_keys(
         &self,
         txn: &mut Transaction<'_>,
