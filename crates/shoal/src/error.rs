@@ -277,7 +277,9 @@ impl Error {
         }
     }
 
-    /// Shorthand for [`Error::Corruption`].
+    /// Shorthand for [`Error::Corruption`]. Cold: the paths that make one are the unlikely side
+    /// of every page check, which the compiler then lays out of line.
+    #[cold]
     pub fn corruption(page_id: PageId, reason: impl Into<String>) -> Error {
         Error::Corruption {
             page_id,
@@ -293,7 +295,8 @@ impl Error {
         }
     }
 
-    /// Shorthand for [`Error::InvalidArgument`].
+    /// Shorthand for [`Error::InvalidArgument`] (cold, as [`Error::corruption`]).
+    #[cold]
     pub fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
         Error::InvalidArgument {
             name,

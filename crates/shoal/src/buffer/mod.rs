@@ -7,9 +7,12 @@
 //! (Shore-MT paper §7.1–7.2) and Derby's hot root-page latch (seed 000 §5.1.2).
 //!
 //! ```text
-//!   fix(pid) ─► page table ──(optimistic bucket read: no write)──► frame index
-//!                  │ miss                                          │ hit
-//!                  ▼                                               ▼
+//!   fix(pid) ─► frame hint ──(optimistic fixes: a guess, checked)──► frame index
+//!                  │ wrong guess, or an S/X fix                          ▲
+//!                  ▼                                                     │ hit
+//!               page table ──(optimistic bucket read: no write)──────────┘
+//!                  │ miss
+//!                  ▼
 //!   CLOCK hand ─► try-X victim ─► write back if dirty ─► insert X-latched ─► read ─► guard
 //!                                    (force_log first)     ("being read")   (no table latch)
 //!
@@ -27,7 +30,9 @@
 //!    atomic read-modify-write instead of two. A frame's page id changes only under its X latch
 //!    (and its bucket's X latch), so after latching, a fixer re-checks the page id and looks
 //!    again if the frame was reassigned in between. An optimistic fix takes no latch at all:
-//!    its version validation covers the page-id check.
+//!    its version validation covers the page-id check. That check is also what makes the
+//!    frame hints safe: a frame that holds the page id is the page's frame (a frame leaves
+//!    the table only with its page id reset, under its X latch), however it was found.
 //! 3. **Misses** install the victim frame in the table already X-latched, then read with no
 //!    table latch held; concurrent fixers of the same page find the frame and wait on its latch
 //!    instead of reading twice. A failed read removes the frame again and returns the error.

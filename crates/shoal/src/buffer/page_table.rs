@@ -5,6 +5,15 @@
 //! validate its version; insertions and removals X-latch the one bucket they change. No
 //! latch of this table is held while a frame latch is acquired (buffer rule 1: frame X →
 //! bucket X is the only nesting).
+//!
+//! **Frame hints.** Beside the buckets, a direct-mapped array of frame numbers indexed by the
+//! page id's low bits remembers where each page was last found ([`PageTable::hint`]). It is
+//! only a guess, written with relaxed stores and never under a latch: a fixer that follows it
+//! must check the frame's page id under the frame's latch (or its optimistic version, which
+//! the page-id check then rides on) exactly as after a bucket lookup, and fall back to the
+//! buckets when the guess is wrong. Page ids are mostly dense, so the hints of a tree's pages
+//! lie in a few kilobytes that stay in the cache, where the buckets they would hash to are
+//! one cache line per page: a hinted fix saves the bucket's cache miss.
 
 use super::frame::{Frame, NIL};
 use crate::sync::HybridLatch;
@@ -20,6 +29,10 @@ struct Bucket {
 pub(crate) struct PageTable {
     buckets: Box<[Bucket]>,
     shift: u32,
+    /// Frame hints (module doc): `hints[pid & hint_mask]` is the frame where a page with
+    /// those low bits was last found, or garbage.
+    hints: Box<[AtomicU32]>,
+    hint_mask: usize,
 }
 
 impl PageTable {
@@ -32,6 +45,25 @@ impl PageTable {
                 head: AtomicU32::new(NIL),
             }),
             shift: 64 - n.trailing_zeros(),
+            hints: super::mem::huge_slice(n, |_| AtomicU32::new(NIL)),
+            hint_mask: n - 1,
+        }
+    }
+
+    /// The frame where page `pid` was last found: a guess ([`NIL`] or any frame number),
+    /// which the caller checks against the frame's page id (module doc, "Frame hints").
+    #[inline(always)]
+    pub(crate) fn hint(&self, pid: PageId) -> u32 {
+        self.hints[pid.0 as usize & self.hint_mask].load(Relaxed)
+    }
+
+    /// Records that page `pid` is in frame `f`. Writes only if the hint differs, so hot pages
+    /// whose hints are right cost no store (and no cache-line transfer between cores).
+    #[inline]
+    pub(crate) fn set_hint(&self, pid: PageId, f: u32) {
+        let h = &self.hints[pid.0 as usize & self.hint_mask];
+        if h.load(Relaxed) != f {
+            h.store(f, Relaxed);
         }
     }
 

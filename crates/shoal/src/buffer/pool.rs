@@ -269,6 +269,20 @@ impl BufferPool {
     /// As [`BufferPool::fix_shared`] (only on a miss).
     pub fn fix_optimistic(&self, pid: PageId) -> Result<OptimisticPage<'_>> {
         Self::check_pid(pid)?;
+        // The frame hint first (page_table's module doc): a guess, taken only if the frame's
+        // latch is free and it holds `pid`. The page id is checked again by `validate`'s
+        // version test, since it changes only under the frame's X latch; so a page found
+        // through the hint is as safe as one found through its bucket.
+        let hinted = self.table.hint(pid);
+        if let Some(fr) = self.frames.get(hinted as usize) {
+            self.prefetch_head(hinted);
+            if let Ok(g) = fr.latch.try_optimistic() {
+                if fr.page_id.load(Relaxed) == pid.0 {
+                    fr.touch();
+                    return Ok(OptimisticPage::new(self, hinted, pid, g));
+                }
+            }
+        }
         loop {
             if let Some(f) = self
                 .table
@@ -276,10 +290,9 @@ impl BufferPool {
             {
                 let fr = &self.frames[f as usize];
                 let g = fr.latch.optimistic();
-                // The page id is checked again by `validate`'s version test: it changes only
-                // under the frame's X latch.
                 if fr.page_id.load(Relaxed) == pid.0 {
                     fr.touch();
+                    self.table.set_hint(pid, f);
                     return Ok(OptimisticPage::new(self, f, pid, g));
                 }
                 continue;

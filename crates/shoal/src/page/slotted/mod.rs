@@ -244,6 +244,7 @@ impl Head {
     }
 
     /// `InvalidArgument` unless `slot < slot_count`.
+    #[inline(always)]
     fn check_slot(&self, slot: usize) -> Result<()> {
         if slot < self.slot_count {
             Ok(())
@@ -260,6 +261,7 @@ impl Head {
 
     /// Reads slot `slot`'s entry and checks that its record lies inside the heap (slotted
     /// rule 5 bounds). Returns `(offset, length)` in bytes.
+    #[inline(always)]
     fn slot_entry<P: PageRead + ?Sized>(&self, page: &P, slot: usize) -> Result<(usize, usize)> {
         self.check_slot(slot)?;
         // In bounds: slot < slot_count and free_start() <= page_len (checked by `read`).
@@ -280,6 +282,7 @@ impl Head {
 
     /// Decodes the slotted header of `page` and checks slotted rules 1–4 and that
     /// `frag_bytes` fits the heap; errors name `page_id`.
+    #[inline]
     fn read<P: PageRead + ?Sized>(page: &P, page_id: PageId) -> Result<Head> {
         let page_len = page.page_len();
         if !page_len.is_power_of_two()

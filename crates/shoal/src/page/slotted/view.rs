@@ -34,6 +34,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     ///
     /// # Errors
     /// [`crate::Error::Corruption`] if a checked field is out of range.
+    #[inline]
     pub fn open(page: &'a P) -> Result<Self> {
         let page_id = if page.page_len() >= HEADER_SIZE {
             header::page_id(page)
@@ -129,6 +130,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] if `slot >= slot_count()`;
     /// [`crate::Error::Corruption`] if the slot points outside the record heap.
+    #[inline(always)]
     pub fn record_range(&self, slot: usize) -> Result<Range<usize>> {
         let (offset, len) = self.head.slot_entry(self.page, slot)?;
         Ok(offset..offset + len)
