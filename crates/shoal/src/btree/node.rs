@@ -992,10 +992,19 @@ mod tests {
         let dense: Vec<u32> = (0..n as u32).map(|i| 1000 + 2 * i).collect();
         // Most hints small, a few huge: interpolation guesses far too low.
         let skewed: Vec<u32> = (0..n as u32)
-            .map(|i| if i < 290 { i } else { u32::MAX - 10 + (i - 290) })
+            .map(|i| {
+                if i < 290 {
+                    i
+                } else {
+                    u32::MAX - 10 + (i - 290)
+                }
+            })
             .collect();
         for hints in [dense, skewed] {
-            for probe in hints.iter().flat_map(|&h| [h.wrapping_sub(1), h, h.wrapping_add(1)]) {
+            for probe in hints
+                .iter()
+                .flat_map(|&h| [h.wrapping_sub(1), h, h.wrapping_add(1)])
+            {
                 assert_eq!(
                     hint_lower_bound(n, probe, |i| hints[i]),
                     want(&hints, probe),

@@ -230,7 +230,7 @@ impl LockManager {
         };
         SLOT_HINT.with(|h| h.set((sh.id, id)));
         sh.owners.set_txn(id, txn);
-        Ok(LockOwner::new(self.shared.clone(), id, txn))
+        Ok(LockOwner::new(&self.shared, id, txn))
     }
 
     /// The protocol.

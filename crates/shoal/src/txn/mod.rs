@@ -71,6 +71,7 @@
 //! records from the insert buffer instead of forcing the log first.
 
 mod commit_lsn;
+mod ids;
 pub mod image;
 mod rm;
 mod table;
@@ -94,7 +95,7 @@ pub struct TxnManager {
     log: Arc<LogManager>,
     pool: Arc<BufferPool>,
     resources: Resources,
-    next_id: AtomicU64,
+    ids: ids::TxnIds,
     table: TxnTable,
     /// LSN of the `CheckpointBegin` of the newest checkpoint that has started (rule 3).
     checkpoint_begin: AtomicU64,
@@ -141,7 +142,7 @@ impl TxnManager {
             log,
             pool,
             resources,
-            next_id: AtomicU64::new(1),
+            ids: ids::TxnIds::new(),
             table: TxnTable::new(),
             checkpoint_begin: AtomicU64::new(0),
             commit_lsn: commit_lsn::CommitLsn::new(),
@@ -186,12 +187,12 @@ impl TxnManager {
 
     /// Makes ids up to `id` used (restart calls it with the highest id found in the log).
     pub fn reserve_ids_through(&self, id: TxnId) {
-        self.next_id.fetch_max(id.0 + 1, Relaxed);
+        self.ids.reserve_through(id);
     }
 
-    /// Starts a user transaction at [`IsolationLevel::ReadCommitted`]. Costs one atomic
-    /// increment; nothing is logged or registered until its first change, no lock owner is
-    /// made until its first lock.
+    /// Starts a user transaction at [`IsolationLevel::ReadCommitted`]. Writes no shared
+    /// memory (its id comes from the thread's batch, `ids`); nothing is logged or registered
+    /// until its first change, no lock owner is made until its first lock.
     pub fn begin(&self) -> Transaction<'_> {
         self.start(false)
     }
@@ -213,7 +214,7 @@ impl TxnManager {
     fn start(&self, system: bool) -> Transaction<'_> {
         Transaction {
             mgr: self,
-            id: TxnId(self.next_id.fetch_add(1, Relaxed)),
+            id: self.ids.next(),
             entry: None,
             system,
             finished: false,
@@ -384,7 +385,7 @@ impl TxnManager {
 impl std::fmt::Debug for TxnManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TxnManager")
-            .field("next_id", &self.next_id.load(Relaxed))
+            .field("next_id", &self.ids.peek())
             .field("active", &self.table.len())
             .finish()
     }

@@ -549,3 +549,39 @@ fn the_lock_waited_on_most_heads_the_hottest_locks() {
     assert!(hot[0].wait_us >= 2 * 1_000, "{hot:?}");
     assert_eq!(hot[0].container, row(1).container());
 }
+
+/// Owners of two managers made and dropped in turn on one thread each lock in their own
+/// manager: the manager reference an owner leaves behind for the thread's next owner
+/// (`owner.rs`, `SPARE_SHARED`) is taken only by an owner of the same manager.
+#[test]
+fn owners_of_two_managers_on_one_thread_lock_in_their_own() {
+    let (m1, m2) = (mgl(5_000), mgl(5_000));
+    for round in 0..4u64 {
+        let mut a = owner(&m1, 10 + round);
+        assert_eq!(
+            a.lock(&row(1), X, Long, Wait::No).unwrap(),
+            LockStatus::Granted
+        );
+        drop(a); // leaves m1's reference behind
+        let mut b = owner(&m2, 20 + round);
+        assert_eq!(
+            b.lock(&row(1), X, Long, Wait::No).unwrap(),
+            LockStatus::Granted
+        );
+        // m1 knows nothing of b's lock, m2 nothing of c's.
+        let mut c = owner(&m1, 30 + round);
+        assert_eq!(
+            c.lock(&row(1), X, Long, Wait::No).unwrap(),
+            LockStatus::Granted
+        );
+        let mut d = owner(&m2, 40 + round);
+        assert_eq!(
+            d.lock(&row(1), X, Long, Wait::No).unwrap(),
+            LockStatus::WouldBlock,
+            "b holds X in m2"
+        );
+        assert_eq!((m1.table_heads(), m2.table_heads()), (1, 1));
+        drop((b, c, d));
+        assert_eq!((m1.table_heads(), m2.table_heads()), (0, 0));
+    }
+}
