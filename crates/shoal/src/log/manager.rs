@@ -77,7 +77,22 @@
 //!     page cache exactly as without the option. [`LogManager::direct_io`] reports the mode.
 //!     Reads (open, undo, recovery) always go through the page cache (segment rule 5).
 //!
+//! ## Who writes
+//!
+//! 13. **Leader commits.** Writing and syncing need the `flushing` mutex, whose holder alone
+//!     stores `written`. A committer that finds it free flushes for itself and every other
+//!     waiter (the leader of a group commit, as in MySQL's binary-log group commit); those
+//!     that find it taken sleep until the holder's notify and then try again. The flusher
+//!     thread takes the same mutex for lazy syncs, ring pressure and whatever a leader left.
+//!     On a machine with more busy threads than cores, a flusher thread that must be woken
+//!     waits for a core before every sync, a committer that is already running does not
+//!     (`Full` TPC-B on 2 cores: 6.0k -> 7.0k commits/s at 1 thread, 3.7k -> 4.1k syncs/s at
+//!     8). A failed round stops all writing (invariant 4): `do_work` refuses to run after a
+//!     failure.
+//!
 //! Latching: `ctl` (a mutex) is held only to sleep and to notify; never across I/O.
+//! `flushing` is held across a round of writing and syncing, and is taken before `ctl`
+//! (never while holding it).
 
 use super::anchor::{Anchor, ANCHOR_FILE};
 use super::buffer::LogBuffer;
@@ -128,8 +143,15 @@ pub struct LogManager {
     buffer: LogBuffer,
     options: LogOptions,
     durable: CachePadded<AtomicU64>,
-    /// End of what the flusher has written to the segment files (only the flusher stores).
+    /// End of what has been written to the segment files (stored only by the holder of
+    /// `flushing`).
     written: AtomicU64,
+    /// The right to write and sync (invariant 13): held by the flusher thread or by a
+    /// committer that flushes for itself; it keeps the scratch block of direct writes.
+    flushing: Mutex<AlignedBuf>,
+    /// When the last sync finished, in nanoseconds since `opened`.
+    last_sync_ns: AtomicU64,
+    opened: Instant,
     requested: CachePadded<AtomicU64>,
     failed: OnceLock<String>,
     closed: AtomicBool,
@@ -206,6 +228,10 @@ impl LogManager {
             options: options.clone(),
             durable: CachePadded::new(AtomicU64::new(end.0)),
             written: AtomicU64::new(end.0),
+            // The partial last block of a direct write (rule 9).
+            flushing: Mutex::new(AlignedBuf::new(IO_ALIGN)),
+            last_sync_ns: AtomicU64::new(0),
+            opened: Instant::now(),
             requested: CachePadded::new(AtomicU64::new(0)),
             failed: OnceLock::new(),
             closed: AtomicBool::new(false),
@@ -363,19 +389,37 @@ impl LogManager {
         self.failure()?;
         self.requested.fetch_max(need, AcqRel);
         fence(SeqCst); // invariant 5: `requested` before the flusher's completion check
-        let mut g = self.sig.ctl.lock();
-        self.sig.flusher_cv.notify_one();
-        while self.durable.load(Acquire) < need {
-            self.failure()?;
-            if self.closed.load(Acquire) {
-                // `close` made everything appended before it durable; this record came later.
-                return Err(Error::LogFailed {
-                    first_failure: "the log was closed".into(),
-                });
+        loop {
+            // Invariant 13: if nobody is writing, flush here (this thread is running already;
+            // waking the flusher thread would wait for a core on a busy machine). A failed
+            // round is reported by `failure` below.
+            if let Some(mut block) = self.flushing.try_lock() {
+                if self.durable.load(Acquire) < need {
+                    self.do_work(&mut block);
+                }
             }
-            self.sig.waiters_cv.wait(&mut g);
+            let mut g = self.sig.ctl.lock();
+            loop {
+                if self.durable.load(Acquire) >= need {
+                    return Ok(());
+                }
+                self.failure()?;
+                if self.closed.load(Acquire) {
+                    // `close` made everything appended before it durable; this record came
+                    // later.
+                    return Err(Error::LogFailed {
+                        first_failure: "the log was closed".into(),
+                    });
+                }
+                if !self.flushing.is_locked() {
+                    break; // nobody is writing: flush ourselves
+                }
+                // A flush is running (it notifies under `ctl` when it ends); should it end
+                // without syncing our record, the flusher thread is asked to go on.
+                self.sig.flusher_cv.notify_one();
+                self.sig.waiters_cv.wait(&mut g);
+            }
         }
-        Ok(())
     }
 
     /// Completes a commit whose commit record is at `lsn`, as the durability option says:
@@ -538,7 +582,7 @@ impl LogManager {
     }
 
     /// What the flusher should do now (called under `ctl`).
-    fn next_work(&self, last_sync: Instant) -> Work {
+    fn next_work(&self) -> Work {
         if self.failed.get().is_some() {
             return Work::Exit;
         }
@@ -559,9 +603,7 @@ impl LogManager {
         // filling ring); an incomplete oldest record is waited for, not spun on.
         let pressure = writable
             && (completed - written >= cap / 4 || self.buffer.reserved_end() - released > cap);
-        let lazy_due = self.options.durability == Durability::Lazy
-            && unsynced
-            && last_sync.elapsed() >= Duration::from_millis(self.options.lazy_flush_interval_ms);
+        let lazy_due = self.options.durability == Durability::Lazy && unsynced && self.sync_due();
         if want_sync || pressure || lazy_due {
             Work::Run
         } else {
@@ -572,7 +614,10 @@ impl LogManager {
     /// One round of work: write the completed prefix, sync if someone waits, the lazy
     /// interval is due, the unsynced bound is reached (invariant 6) or the log is closing.
     /// Returns false if the log failed.
-    fn do_work(&self, last_sync: &mut Instant, block: &mut AlignedBuf) -> bool {
+    fn do_work(&self, block: &mut AlignedBuf) -> bool {
+        if self.failed.get().is_some() {
+            return false; // invariant 4: nothing is written after a failure
+        }
         let closing = self.closed.load(Acquire);
         let to = self.buffer.advance_completed();
         let from = self.written.load(Relaxed);
@@ -600,8 +645,7 @@ impl LogManager {
             self.sig.waiters_cv.notify_all(); // room in the ring
         }
         let durable = self.durable.load(Relaxed);
-        let lazy_due = self.options.durability == Durability::Lazy
-            && last_sync.elapsed() >= Duration::from_millis(self.options.lazy_flush_interval_ms);
+        let lazy_due = self.options.durability == Durability::Lazy && self.sync_due();
         let need_sync = self.requested.load(Acquire) > durable
             || lazy_due
             || closing
@@ -612,7 +656,8 @@ impl LogManager {
                 return false;
             }
             self.syncs.fetch_add(1, Relaxed);
-            *last_sync = Instant::now();
+            self.last_sync_ns
+                .store(self.opened.elapsed().as_nanos() as u64, Relaxed);
             self.durable.store(to, Release);
             {
                 let _g = self.sig.ctl.lock();
@@ -621,6 +666,12 @@ impl LogManager {
             self.raise_durable_floor(to); // after waking the committers: off their path
         }
         true
+    }
+
+    /// True once the lazy flush interval has passed since the last sync.
+    fn sync_due(&self) -> bool {
+        let since = self.opened.elapsed().as_nanos() as u64 - self.last_sync_ns.load(Relaxed);
+        since >= self.options.lazy_flush_interval_ms * 1_000_000
     }
 
     /// Writes the log bytes `[from, to)` with direct I/O as whole blocks (rules 9 and 10):
@@ -737,17 +788,16 @@ fn partial_block_below(segments: &SegmentSet, end: Lsn) -> Result<Vec<u8>> {
 /// working, never while sleeping (invariant 7); it exits when the manager is gone, closed or
 /// failed.
 fn flusher_main(log: Weak<LogManager>, sig: Arc<Signals>) {
-    let mut last_sync = Instant::now();
-    // The partial last block of a direct write (rule 9).
-    let mut block = AlignedBuf::new(IO_ALIGN);
     loop {
         let mut g = sig.ctl.lock();
         let Some(strong) = log.upgrade() else { return };
-        match strong.next_work(last_sync) {
+        match strong.next_work() {
             Work::Exit => return,
             Work::Run => {
                 drop(g);
-                if !strong.do_work(&mut last_sync, &mut block) {
+                // Lock order: `flushing` before `ctl` (`do_work` notifies under `ctl`).
+                let mut block = strong.flushing.lock();
+                if !strong.do_work(&mut block) {
                     return;
                 }
             }

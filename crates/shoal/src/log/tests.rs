@@ -147,6 +147,59 @@ fn failed_sync_is_sticky() {
     assert!(matches!(log.force_log(c), Err(Error::LogFailed { .. })));
 }
 
+/// Eight threads commit while a sync fails (leader commits, manager invariant 13): every
+/// commit that returned Ok is durable, every thread gets `LogFailed` soon after the failure
+/// (none sleeps forever), and nothing more is written after it.
+#[test]
+fn failed_sync_under_concurrent_commits_fails_every_committer() {
+    let (fs, st) = storage(5);
+    let log = LogManager::open(st, &small()).unwrap();
+    fs.arm(FaultRule::nth(FaultKind::Eio, OpClass::Sync, 40).on_files("log-"))
+        .unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    for t in 0..8u64 {
+        let (log, done) = (log.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut ok = 0u64;
+            let err = loop {
+                let c = match log.append(&commit_record(t * 1_000_000 + ok, Lsn::ZERO)) {
+                    Ok(c) => c,
+                    Err(e) => break e,
+                };
+                match log.commit(c) {
+                    Ok(()) => {
+                        assert!(log.durable_lsn() > c, "commit returned before durable");
+                        ok += 1;
+                    }
+                    Err(e) => break e,
+                }
+            };
+            done.send((ok, err)).unwrap();
+        });
+    }
+    drop(done);
+    let mut committed = 0;
+    for _ in 0..8 {
+        let (ok, err) = finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("a committer still waits 20 s after the sync failed");
+        assert!(matches!(&err, Error::LogFailed { .. }), "{err}");
+        committed += ok;
+    }
+    assert!(committed > 0, "the failure came before any commit");
+    let written = log.stats().bytes_written;
+    assert!(matches!(
+        log.force_log(Lsn(FIRST_LSN.0)),
+        Ok(()) | Err(Error::LogFailed { .. })
+    ));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(
+        log.stats().bytes_written,
+        written,
+        "a write after the failure"
+    );
+}
+
 /// After a power loss every commit that was acknowledged is in the log; the log ends at a
 /// record boundary and can be appended to again.
 #[test]
