@@ -23,8 +23,9 @@
 //!    slot value from an earlier lap is smaller than any start it could be confused with, so
 //!    "slot(start) holds a value > start" means "the record at `start` is complete".
 //!    `slots * SLOT_BYTES >= capacity` keeps laps apart.
-//! 4. Only the flusher advances `completed` (by following slots from it, Acquire) and
-//!    `released` (after the bytes are on disk), so both are single-writer; anyone may
+//! 4. Only the flusher — whoever holds the log manager's `flushing` mutex: its flusher
+//!    thread or a leader commit — advances `completed` (by following slots from it,
+//!    Acquire) and `released` (after the bytes are on disk), so both are single-writer; anyone may
 //!    [`LogBuffer::peek_completed`].
 //! 5. **Block alignment.** The ring is allocated 4 KiB aligned ([`IO_ALIGN`]) and its
 //!    capacity is a power of two of at least 64 KiB, so every 4 KiB block of the log address
