@@ -463,6 +463,78 @@ fn read_modify_write_and_limited_scans() {
     assert!(db.verify().unwrap().is_ok());
 }
 
+/// `update_with_view`: a change of fixed-width columns outside every key is patched in
+/// place; a change of an indexed or variable-width column goes the whole-row way (and the
+/// index follows); bad values and refusing closures change nothing; a rollback restores
+/// the patched row; `verify` passes.
+#[test]
+fn updates_through_row_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = loaded(dir.path(), 50);
+    let balance = |v: &shoal::table::RowView<'_>| match v.value(3)? {
+        Value::Int8(b) => Ok(b),
+        other => Err(Error::invalid("balance", format!("{other:?}"))),
+    };
+    let read = |tx: &mut shoal::txn::Transaction<'_>, id: i64| {
+        t.get(tx, &[Value::Int8(id)]).unwrap().expect("row exists")
+    };
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    // In place: balance (INT8 NOT NULL, in no key).
+    assert!(t
+        .update_with_view(&mut tx, &[Value::Int8(7)], |v| {
+            Ok(Row::new().with("balance", balance(v)? + 5))
+        })
+        .unwrap());
+    let row = read(&mut tx, 7);
+    assert_eq!(row.get::<i64>("balance").unwrap(), 1_012);
+    assert_eq!(row.get::<String>("email").unwrap(), "user7@example.com");
+    assert_eq!(
+        row.get::<Option<String>>("note").unwrap(),
+        Some("n7".into())
+    );
+    // Whole row: branch is indexed, note is variable-width; the index follows.
+    assert!(t
+        .update_with_view(&mut tx, &[Value::Int8(8)], |_| {
+            Ok(Row::new().with("branch", 99i32).with("note", "changed"))
+        })
+        .unwrap());
+    let by_branch = t
+        .scan_index(&mut tx, "by_branch", &[Value::Int4(99)])
+        .unwrap();
+    assert_eq!(by_branch.len(), 1);
+    assert_eq!(by_branch[0].get::<String>("note").unwrap(), "changed");
+    // No row: the closure is not called. Bad values and refusals change nothing.
+    assert!(!t
+        .update_with_view(&mut tx, &[Value::Int8(500)], |_| panic!("not called"))
+        .unwrap());
+    let e = t
+        .update_with_view(&mut tx, &[Value::Int8(9)], |_| {
+            Ok(Row::new().with("balance", Value::Null))
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::NotNull { .. }), "{e}");
+    let e = t
+        .update_with_view(&mut tx, &[Value::Int8(9)], |_| {
+            Ok(Row::new().with("no_such_column", 1i64))
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::NoSuchColumn { .. }), "{e}");
+    assert_eq!(read(&mut tx, 9).get::<i64>("balance").unwrap(), 1_009);
+    tx.commit().unwrap();
+    // A patched row is restored by a rollback.
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    t.update_with_view(&mut tx, &[Value::Int8(10)], |_| {
+        Ok(Row::new().with("balance", -1i64))
+    })
+    .unwrap();
+    assert_eq!(read(&mut tx, 10).get::<i64>("balance").unwrap(), -1);
+    tx.abort().unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    assert_eq!(read(&mut tx, 10).get::<i64>("balance").unwrap(), 1_010);
+    tx.commit().unwrap();
+    assert!(db.verify().unwrap().is_ok());
+}
+
 /// `get_with` and `scan_first_with`: rows read in place as `RowView`s, one column at a time.
 #[test]
 fn reads_with_row_views() {

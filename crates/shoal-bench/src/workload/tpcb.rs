@@ -19,8 +19,9 @@
 //! INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (...);
 //! ```
 //!
-//! Shoal runs it at READ COMMITTED with each `UPDATE` as `Table::update_with` (X lock, read,
-//! write: no update can be lost) and checks that the `SELECT` reads the updated balance. Shoal's
+//! Shoal runs it at READ COMMITTED with each `UPDATE` as `Table::update_with_view` (X lock,
+//! read, write: no update can be lost; the balance is patched in the stored row) and the
+//! `SELECT` as `Table::get_with` of the balance, which it checks is the updated one. Shoal's
 //! tables need a primary key, so history has a surrogate `hid` (worker number × 2^40 +
 //! the worker's sequence); SQLite's history is a rowid table as in pgbench.
 //!
@@ -324,12 +325,26 @@ fn add_to(
     delta: i32,
 ) -> shoal::Result<i32> {
     let mut new = 0;
-    table
-        .update_with(tx, &[V::Int4(key)], |row| {
-            new = row.get::<i32>(col)? + delta;
-            Ok(Row::new().with(col, new))
-        })?
-        .ok_or_else(|| shoal::Error::invalid("key", format!("{}: no row {key}", table.name())))?;
+    let (at, _) = table.def().column(col)?;
+    // The balance is a fixed-width column in no key: patched in place.
+    let found = table.update_with_view(tx, &[V::Int4(key)], |row| {
+        new = match row.value(at)? {
+            V::Int4(old) => old + delta,
+            other => {
+                return Err(shoal::Error::invalid(
+                    "tpcb",
+                    format!("{col} holds {other:?}, not an INT4"),
+                ))
+            }
+        };
+        Ok(Row::new().with(col, new))
+    })?;
+    if !found {
+        return Err(shoal::Error::invalid(
+            "key",
+            format!("{}: no row {key}", table.name()),
+        ));
+    }
     Ok(new)
 }
 
@@ -344,11 +359,17 @@ fn op_shoal(
     let inp = Input::draw(ctx, scale);
     let r = db.run(IsolationLevel::ReadCommitted, ctx, |tx| {
         let updated = add_to(tx, &t.accounts, inp.aid, "abalance", inp.delta)?;
-        let read = t
-            .accounts
-            .get(tx, &[V::Int4(inp.aid)])?
-            .map(|r| r.get::<i32>("abalance"))
-            .transpose()?;
+        // `SELECT abalance`: that column only.
+        let (abalance, _) = t.accounts.def().column("abalance")?;
+        let read =
+            t.accounts
+                .get_with(tx, &[V::Int4(inp.aid)], |r| match r.value(abalance)? {
+                    V::Int4(b) => Ok(b),
+                    other => Err(shoal::Error::invalid(
+                        "tpcb",
+                        format!("abalance holds {other:?}, not an INT4"),
+                    )),
+                })?;
         add_to(tx, &t.tellers, inp.tid, "tbalance", inp.delta)?;
         add_to(tx, &t.branches, inp.bid, "bbalance", inp.delta)?;
         // Relaxed: the counter is this worker's own; it only has to be unique.

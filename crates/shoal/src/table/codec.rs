@@ -348,6 +348,42 @@ impl<'a> RowView<'a> {
         Ok(())
     }
 
+    /// This row with the fixed-width fields of `changes` — (column position, checked cell)
+    /// pairs — rewritten in place and their null bits set or cleared: a copy of the stored
+    /// bytes in which no other byte differs (a NULL field is zeros, as the format requires).
+    /// `None` if the row stores fewer columns than its table (written before columns were
+    /// added: it must be re-encoded whole), or if a change is not a fixed-width cell of a
+    /// fixed-width column of its width.
+    pub(super) fn with_fixed(&self, changes: &[(usize, Cell<'_>)]) -> Option<Vec<u8>> {
+        let columns = self.def.columns();
+        if self.n != columns.len() {
+            return None;
+        }
+        let layout = self.def.layout();
+        let mut out = self.bytes.to_vec();
+        for (i, cell) in changes {
+            let (i, w) = (*i, columns.get(*i)?.ty.fixed_width()?);
+            let bit = (HEADER_BYTES + i / 8, 1u8 << (i % 8));
+            // In bounds: `new` checked the row holds every fixed field of its n columns.
+            let at = self.g.fixed + layout.fixed_start[i] as usize;
+            let field = &mut out[at..at + w];
+            match *cell {
+                Cell::Null => field.fill(0),
+                Cell::Bool(b) if w == 1 => field[0] = u8::from(b),
+                Cell::Int4(v) if w == 4 => field.copy_from_slice(&v.to_le_bytes()),
+                Cell::Int8(v) if w == 8 => field.copy_from_slice(&v.to_le_bytes()),
+                Cell::Float8(v) if w == 8 => field.copy_from_slice(&v.to_bits().to_le_bytes()),
+                _ => return None,
+            }
+            if matches!(cell, Cell::Null) {
+                out[bit.0] |= bit.1;
+            } else {
+                out[bit.0] &= !bit.1;
+            }
+        }
+        Some(out)
+    }
+
     fn corrupt(&self, reason: String) -> Error {
         corrupt_row(self.def, reason)
     }

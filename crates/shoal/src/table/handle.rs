@@ -278,6 +278,68 @@ impl Table {
         Ok(Some(old))
     }
 
+    /// As [`Table::update_with`], but `change` reads the stored row through a [`RowView`]
+    /// (only the columns it asks for are checked and converted) instead of a decoded
+    /// [`Row`]. When the changes it returns set only fixed-width columns that belong to no
+    /// key (a balance, a quantity, a counter), the stored bytes are patched in place — those
+    /// fields and their null bits — without decoding and re-encoding the other columns;
+    /// otherwise the row is decoded and updated as by [`Table::update_with`]. Returns false
+    /// (and `change` is not called) if there is no row.
+    ///
+    /// # Errors
+    /// As [`Table::update_with`].
+    pub fn update_with_view(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[Value],
+        change: impl FnOnce(&RowView<'_>) -> Result<Row>,
+    ) -> Result<bool> {
+        let pk = self.primary_key(key)?;
+        let Some(read) = self.primary.read_for_update(txn, &pk)? else {
+            return Ok(false);
+        };
+        let (changes, patched) = {
+            let view = RowView::new(&self.def, read.value())?;
+            let changes = change(&view)?;
+            let patched = self.patch_fixed(&view, &changes)?;
+            (changes, patched)
+        };
+        match patched {
+            Some(new) => statement(txn, |txn| self.primary.write_read(txn, &pk, read, &new))?,
+            None => {
+                let old = decode_row(&self.def, read.value())?;
+                self.apply_update(txn, &pk, &old, &changes, read)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The row `view` with `changes` applied by [`RowView::with_fixed`], or `None` if a
+    /// change is not to a fixed-width column outside every key (or the row is from before
+    /// a column was added). Each value is checked against its column as an update checks it.
+    ///
+    /// # Errors
+    /// As [`TableDef::check_update`] for a bad column name or value.
+    fn patch_fixed(&self, view: &RowView<'_>, changes: &Row) -> Result<Option<Vec<u8>>> {
+        let def = &self.def;
+        let mut slots = vec![None; def.columns().len()];
+        def.assign(changes, &mut slots)?;
+        let in_key = |i: usize| {
+            def.primary_key().contains(&i)
+                || (0..def.indexes().len()).any(|x| def.index_columns(x).contains(&i))
+        };
+        let mut cells = Vec::with_capacity(slots.len());
+        for (i, v) in slots.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let c = &def.columns()[i];
+            if c.ty.fixed_width().is_none() || in_key(i) {
+                return Ok(None);
+            }
+            cells.push((i, super::check::check(def.name(), c, v)?));
+        }
+        Ok(view.with_fixed(&cells))
+    }
+
     /// Replaces the X-locked row `old` at `pk` (as `read` from the primary tree) by `old`
     /// with `changes`, as one statement. A row that keeps its primary key is written on the
     /// leaf it was read from when that is unchanged (`BTree::write_read`: no second

@@ -408,7 +408,7 @@ impl TableDef {
     }
 
     /// Puts each value of `row` into the slot of its column.
-    fn assign<'r>(&self, row: &'r Row, slots: &mut [Option<&'r Value>]) -> Result<()> {
+    pub(super) fn assign<'r>(&self, row: &'r Row, slots: &mut [Option<&'r Value>]) -> Result<()> {
         if let Names::Table(def) = &row.names {
             if std::ptr::eq(&**def, self) {
                 for (slot, v) in slots.iter_mut().zip(&row.values) {

@@ -1,5 +1,5 @@
 //! The five transactions on Shoal, at READ COMMITTED: every row a transaction writes is
-//! read under an X lock (`Table::update_with`, or `delete`, which locks first), so no update
+//! read under an X lock (`Table::update_with_view`, or `delete`, which locks first), so no update
 //! is lost; the reads of rows it does not write take S locks only for the read.
 //!
 //! Delivery at READ COMMITTED: the oldest NEW-ORDER row of a district is found by a
@@ -113,6 +113,33 @@ fn int(v: &RowView<'_>, i: usize) -> shoal::Result<i64> {
     }
 }
 
+/// Text column `i` of a row read in place, as its value (a CHAR padded to its length).
+fn string(v: &RowView<'_>, i: usize) -> shoal::Result<String> {
+    match v.value(i)? {
+        V::Str(s) => Ok(s),
+        other => Err(shoal::Error::invalid(
+            "tpcc",
+            format!("column {i} holds a {}, not a string", other.type_name()),
+        )),
+    }
+}
+
+/// `update_with_view` of the row with primary key `key`, or an error naming `what` if
+/// there is none.
+fn update(
+    t: &Table,
+    tx: &mut Transaction<'_>,
+    key: &[V],
+    what: &str,
+    change: impl FnOnce(&RowView<'_>) -> shoal::Result<Row>,
+) -> shoal::Result<()> {
+    if t.update_with_view(tx, key, change)? {
+        Ok(())
+    } else {
+        Err(missing(what))
+    }
+}
+
 /// The stored bytes of text column `i` (empty for NULL).
 fn text<'a>(v: &RowView<'a>, i: usize) -> shoal::Result<&'a [u8]> {
     Ok(v.raw(i)?.unwrap_or_default())
@@ -132,13 +159,11 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
         .ok_or_else(|| missing("warehouse"))?;
     let mut o_id = 0;
     let mut d_tax = 0;
-    t.get(T::District)
-        .update_with(tx, &[i4(w), i4(d)], |r| {
-            o_id = r.get_at::<i32>(col::D_NEXT_O_ID)?;
-            d_tax = r.get_at::<i32>(col::D_TAX)?;
-            Ok(Row::new().with("d_next_o_id", o_id + 1))
-        })?
-        .ok_or_else(|| missing("district"))?;
+    update(t.get(T::District), tx, &[i4(w), i4(d)], "district", |r| {
+        o_id = int(r, col::D_NEXT_O_ID)? as i32;
+        d_tax = int(r, col::D_TAX)? as i32;
+        Ok(Row::new().with("d_next_o_id", o_id + 1))
+    })?;
     let (c_discount, bc) = t
         .get(T::Customer)
         .get_with(tx, &[i4(w), i4(d), i4(c)], |v| {
@@ -172,28 +197,25 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
         };
         let mut dist_info = String::new();
         let mut s_original = false;
-        t.get(T::Stock)
-            .update_with(tx, &[i4(line.supply_w), i4(line.i_id)], |s| {
-                let q: i32 = s.get_at(col::S_QUANTITY)?;
-                let new_q = if q >= line.qty + 10 {
-                    q - line.qty
-                } else {
-                    q - line.qty + 91
-                };
-                dist_info = s
-                    .get_at::<&str>(col::S_DIST_01 + d as usize - 1)?
-                    .to_string();
-                s_original = original(s.get_at::<&str>(col::S_DATA)?.as_bytes());
-                Ok(Row::new()
-                    .with("s_quantity", new_q)
-                    .with("s_ytd", s.get_at::<i64>(col::S_YTD)? + i64::from(line.qty))
-                    .with("s_order_cnt", s.get_at::<i32>(col::S_ORDER_CNT)? + 1)
-                    .with(
-                        "s_remote_cnt",
-                        s.get_at::<i32>(col::S_REMOTE_CNT)? + i32::from(line.supply_w != w),
-                    ))
-            })?
-            .ok_or_else(|| missing("stock"))?;
+        let stock_key = [i4(line.supply_w), i4(line.i_id)];
+        update(t.get(T::Stock), tx, &stock_key, "stock", |s| {
+            let q = int(s, col::S_QUANTITY)? as i32;
+            let new_q = if q >= line.qty + 10 {
+                q - line.qty
+            } else {
+                q - line.qty + 91
+            };
+            dist_info = string(s, col::S_DIST_01 + d as usize - 1)?;
+            s_original = original(text(s, col::S_DATA)?);
+            Ok(Row::new()
+                .with("s_quantity", new_q)
+                .with("s_ytd", int(s, col::S_YTD)? + i64::from(line.qty))
+                .with("s_order_cnt", int(s, col::S_ORDER_CNT)? as i32 + 1)
+                .with(
+                    "s_remote_cnt",
+                    int(s, col::S_REMOTE_CNT)? as i32 + i32::from(line.supply_w != w),
+                ))
+        })?;
         // The brand-generic flag is shown to the terminal only.
         let _brand = i_original && s_original;
         let amount = price * i64::from(line.qty);
@@ -268,43 +290,40 @@ pub fn payment(
     now: i64,
 ) -> Outcome {
     let amount = inp.amount;
-    let drow = t
-        .get(T::District)
-        .update_with(tx, &[i4(inp.w), i4(inp.d)], |r| {
-            Ok(Row::new().with("d_ytd", r.get_at::<i64>(col::D_YTD)? + amount))
-        })?
-        .ok_or_else(|| missing("district"))?;
+    let mut d_name = String::new();
+    update(
+        t.get(T::District),
+        tx,
+        &[i4(inp.w), i4(inp.d)],
+        "district",
+        |r| {
+            d_name = string(r, col::D_NAME)?;
+            Ok(Row::new().with("d_ytd", int(r, col::D_YTD)? + amount))
+        },
+    )?;
     let c = match &inp.customer {
         Customer::Id(c) => *c,
         sel => find_customer(t, tx, inp.c_w, inp.c_d, sel)?
             .ok_or_else(|| missing("customer of that last name"))?,
     };
-    t.get(T::Customer)
-        .update_with(tx, &[i4(inp.c_w), i4(inp.c_d), i4(c)], |r| {
-            let mut ch = Row::new()
-                .with("c_balance", r.get_at::<i64>(col::C_BALANCE)? - amount)
-                .with(
-                    "c_ytd_payment",
-                    r.get_at::<i64>(col::C_YTD_PAYMENT)? + amount,
-                )
-                .with("c_payment_cnt", r.get_at::<i32>(col::C_PAYMENT_CNT)? + 1);
-            if r.get_at::<&str>(col::C_CREDIT)? == "BC" {
-                ch = ch.with("c_data", bc_data(c, inp, r.get_at::<&str>(col::C_DATA)?));
-            }
-            Ok(ch)
-        })?
-        .ok_or_else(|| missing("customer"))?;
-    let wrow = t
-        .get(T::Warehouse)
-        .update_with(tx, &[i4(inp.w)], |r| {
-            Ok(Row::new().with("w_ytd", r.get_at::<i64>(col::W_YTD)? + amount))
-        })?
-        .ok_or_else(|| missing("warehouse"))?;
-    let h_data = format!(
-        "{}    {}",
-        wrow.get_at::<&str>(col::W_NAME)?,
-        drow.get_at::<&str>(col::D_NAME)?
-    );
+    let c_key = [i4(inp.c_w), i4(inp.c_d), i4(c)];
+    update(t.get(T::Customer), tx, &c_key, "customer", |r| {
+        let mut ch = Row::new()
+            .with("c_balance", int(r, col::C_BALANCE)? - amount)
+            .with("c_ytd_payment", int(r, col::C_YTD_PAYMENT)? + amount)
+            .with("c_payment_cnt", int(r, col::C_PAYMENT_CNT)? as i32 + 1);
+        // Bad credit: C_DATA (variable-width) changes too, so the row is re-encoded whole.
+        if text(r, col::C_CREDIT)? == b"BC" {
+            ch = ch.with("c_data", bc_data(c, inp, &string(r, col::C_DATA)?));
+        }
+        Ok(ch)
+    })?;
+    let mut w_name = String::new();
+    update(t.get(T::Warehouse), tx, &[i4(inp.w)], "warehouse", |r| {
+        w_name = string(r, col::W_NAME)?;
+        Ok(Row::new().with("w_ytd", int(r, col::W_YTD)? + amount))
+    })?;
+    let h_data = format!("{w_name}    {d_name}");
     t.get(T::History).insert(
         tx,
         &Row::from_values(vec![
@@ -419,33 +438,31 @@ pub fn delivery(
             return Ok(Err(Rollback::DeliveryRace));
         }
         let ok = [i4(w), i4(d), i4(o)];
-        let orow = t
-            .get(T::Orders)
-            .update_with(
-                tx,
-                &ok,
-                |_| Ok(Row::new().with("o_carrier_id", inp.carrier)),
-            )?
-            .ok_or_else(|| missing("order of a NEW-ORDER row"))?;
-        let c: i32 = orow.get_at(col::O_C_ID)?;
-        let ol_cnt: i32 = orow.get_at(col::O_OL_CNT)?;
+        let (mut c, mut ol_cnt) = (0, 0);
+        update(t.get(T::Orders), tx, &ok, "order of a NEW-ORDER row", |r| {
+            c = int(r, col::O_C_ID)? as i32;
+            ol_cnt = int(r, col::O_OL_CNT)? as i32;
+            Ok(Row::new().with("o_carrier_id", inp.carrier))
+        })?;
         let mut sum = 0i64;
         for n in 1..=ol_cnt {
-            let old = t
-                .get(T::OrderLine)
-                .update_with(tx, &[i4(w), i4(d), i4(o), i4(n)], |_| {
-                    Ok(Row::new().with("ol_delivery_d", V::Timestamp(now)))
-                })?
-                .ok_or_else(|| missing("order line"))?;
-            sum += old.get_at::<i64>(col::OL_AMOUNT)?;
+            let line = [i4(w), i4(d), i4(o), i4(n)];
+            update(t.get(T::OrderLine), tx, &line, "order line", |r| {
+                sum += int(r, col::OL_AMOUNT)?;
+                Ok(Row::new().with("ol_delivery_d", V::Timestamp(now)))
+            })?;
         }
-        t.get(T::Customer)
-            .update_with(tx, &[i4(w), i4(d), i4(c)], |r| {
+        update(
+            t.get(T::Customer),
+            tx,
+            &[i4(w), i4(d), i4(c)],
+            "customer of an order",
+            |r| {
                 Ok(Row::new()
-                    .with("c_balance", r.get_at::<i64>(col::C_BALANCE)? + sum)
-                    .with("c_delivery_cnt", r.get_at::<i32>(col::C_DELIVERY_CNT)? + 1))
-            })?
-            .ok_or_else(|| missing("customer of an order"))?;
+                    .with("c_balance", int(r, col::C_BALANCE)? + sum)
+                    .with("c_delivery_cnt", int(r, col::C_DELIVERY_CNT)? as i32 + 1))
+            },
+        )?;
         delivered += 1;
     }
     Ok(Ok(delivered))
