@@ -670,7 +670,9 @@ impl LogManager {
 
     /// True once the lazy flush interval has passed since the last sync.
     fn sync_due(&self) -> bool {
-        let since = self.opened.elapsed().as_nanos() as u64 - self.last_sync_ns.load(Relaxed);
+        // Saturating: another thread may store a sync time later than our clock reading.
+        let since = (self.opened.elapsed().as_nanos() as u64)
+            .saturating_sub(self.last_sync_ns.load(Relaxed));
         since >= self.options.lazy_flush_interval_ms * 1_000_000
     }
 
