@@ -18,11 +18,12 @@
 //! "heads", Leis et al., ICDE 2018). Every key of a node lies in `[low fence, high fence)`,
 //! so all of them begin with the fences' common prefix, whose length is `prefix_len` (0 if a
 //! fence is infinite). Each entry's slot carries a hint: the four key bytes after the prefix,
-//! big-endian and zero-padded ([`hint_of`]). A binary search first places the probe against
-//! the prefix (from the special area's prefix head; only a prefix longer than 8 bytes reads
-//! the low fence), then compares hints, which live in the dense slot array, and reads an
-//! entry's record only when its hint equals the probe's. A lookup in a leaf of 8-byte keys
-//! thus touches the slot array and one record instead of a record per probe. Hints are
+//! big-endian and zero-padded ([`hint_of`]). A search first places the probe against the
+//! prefix (from the special area's prefix head; only a prefix longer than 8 bytes reads the
+//! low fence), then searches the hints, which live in the dense slot array, by
+//! interpolation ([`hint_lower_bound`]), and reads an entry's record only when its hint
+//! equals the probe's. A lookup in a leaf of 8-byte keys thus touches three slots and one
+//! record instead of a record per probe. Hints are
 //! derived data: every change of a node's fences recomputes the prefix and all hints, and
 //! `verify` checks them.
 //!
