@@ -177,6 +177,7 @@ pub trait Storage: Send + Sync + fmt::Debug {
 /// Opens (creating it) the file `data.shoal` in directory `dir` of the real file system.
 /// For tests.
 #[cfg(test)]
+#[cfg_attr(loom, allow(dead_code))] // its tests do not run under loom
 pub(crate) fn test_data_file(dir: &std::path::Path) -> Arc<dyn StorageFile> {
     FileStorage::open_dir(dir, true)
         .expect("open test directory")

@@ -31,8 +31,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Longest a waiter polls its state word before it parks (rule W2).
+#[cfg_attr(loom, allow(dead_code))] // loom models do not spin
 const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(50);
 /// How long it polls before it starts yielding the processor between polls.
+#[cfg_attr(loom, allow(dead_code))]
 const SPIN_BEFORE_YIELD: std::time::Duration = std::time::Duration::from_micros(5);
 
 const IDLE: u64 = 0;
@@ -84,7 +86,9 @@ pub(crate) struct OwnerState {
 pub(crate) struct Owners {
     states: Box<[CachePadded<OwnerState>]>,
     /// Threads busy-polling a wait right now (W2), at most `max_spinners`.
+    #[cfg_attr(loom, allow(dead_code))] // loom models do not spin
     spinners: CachePadded<AtomicUsize>,
+    #[cfg_attr(loom, allow(dead_code))]
     max_spinners: usize,
 }
 
@@ -184,6 +188,7 @@ impl Owners {
 
     /// Sets the owner's W3 hint (tests: makes a queued waiter look parked without timing).
     #[cfg(test)]
+    #[cfg_attr(loom, allow(dead_code))] // its tests do not run under loom
     pub(crate) fn set_responsive(&self, owner: u32, responsive: bool) {
         self.states[owner as usize]
             .responsive
