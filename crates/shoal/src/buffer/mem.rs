@@ -40,6 +40,47 @@ pub(super) fn huge_slice<T>(n: usize, make: impl FnMut(usize) -> T) -> Box<[T]> 
     v.into_boxed_slice()
 }
 
+/// Bytes [`prefault`] asks the kernel to fault in per call (between two looks at `stop`).
+const PREFAULT_CHUNK_BYTES: usize = 8 << 20;
+
+/// Faults in `[addr, addr + len)` for writing without changing a byte of it
+/// (`madvise(MADV_POPULATE_WRITE)`), a chunk at a time, until done or `stop` is set.
+/// Returns at once where the kernel does not support it (before Linux 5.14, other systems).
+/// Safe alongside readers and writers of the memory: faulting in a page that is already
+/// present does nothing, and a missing page is filled with the zeros it would read as.
+///
+/// # Safety
+/// `[addr, addr + len)` must stay allocated until this returns.
+pub(super) unsafe fn prefault(addr: usize, len: usize, stop: &std::sync::atomic::AtomicBool) {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        use std::sync::atomic::Ordering::Relaxed;
+        // madvise takes page-aligned ranges: the whole 4 KiB pages inside the allocation
+        // (a system with larger pages answers EINVAL, and nothing is done).
+        let (start, end) = (addr.next_multiple_of(4096), (addr + len) / 4096 * 4096);
+        let (addr, len) = (start, end.saturating_sub(start));
+        let mut done = 0;
+        while done < len && !stop.load(Relaxed) {
+            let n = PREFAULT_CHUNK_BYTES.min(len - done);
+            // SAFETY: inside the allocation (caller's contract); the advice changes no
+            // contents, only which pages are present.
+            let r = unsafe {
+                libc::madvise(
+                    (addr + done) as *mut libc::c_void,
+                    n,
+                    libc::MADV_POPULATE_WRITE,
+                )
+            };
+            if r != 0 {
+                return; // EINVAL: not supported here; anything else: leave it to faults
+            }
+            done += n;
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(loom))))]
+    let _ = (addr, len, stop, PREFAULT_CHUNK_BYTES);
+}
+
 /// Asks the kernel to back the 2 MiB-aligned interior of `[ptr, ptr + len)` with
 /// transparent huge pages. Advice only; a failure is ignored (the module doc says why).
 fn advise_huge_pages(ptr: *mut u8, len: usize) {
@@ -74,5 +115,60 @@ mod tests {
         assert_eq!(s.len(), 1 << 20);
         assert!(s.iter().enumerate().all(|(i, &x)| x == i as u32 * 3));
         assert!(huge_slice(0, |i| i).is_empty());
+    }
+
+    /// Pages of `w` that are resident (`mincore`), of the whole 4 KiB pages inside it.
+    #[cfg(target_os = "linux")]
+    fn resident_pages(w: &[AtomicU64]) -> (usize, usize) {
+        let addr = (w.as_ptr() as usize).next_multiple_of(4096);
+        let end = (w.as_ptr() as usize + std::mem::size_of_val(w)) / 4096 * 4096;
+        let pages = (end - addr) / 4096;
+        let mut vec = vec![0u8; pages];
+        // SAFETY: the range lies inside `w`; `vec` has one byte per page.
+        let r = unsafe { libc::mincore(addr as *mut libc::c_void, end - addr, vec.as_mut_ptr()) };
+        assert_eq!(r, 0, "mincore");
+        (vec.iter().filter(|&&b| b & 1 != 0).count(), pages)
+    }
+
+    /// True if the running kernel's release is at least `major.minor`.
+    #[cfg(target_os = "linux")]
+    fn kernel_at_least(major: u32, minor: u32) -> bool {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut parts = release
+            .trim()
+            .split(['.', '-'])
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
+    }
+
+    /// `prefault` makes every page resident and changes no byte; with `stop` set it does
+    /// nothing. (Before Linux 5.14, which lacks `MADV_POPULATE_WRITE`, residency is not checked.)
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn prefault_faults_in_without_changing_contents() {
+        use std::sync::atomic::AtomicBool;
+        let w = zeroed_words(4 << 20); // 32 MiB, fresh: not resident yet
+        w[1000].store(0xDEAD_BEEF, Relaxed);
+        let untouched = resident_pages(&w).0;
+        let stop = AtomicBool::new(true);
+        // SAFETY: `w` lives until after the call.
+        unsafe { prefault(w.as_ptr() as usize, std::mem::size_of_val(&*w), &stop) };
+        assert_eq!(
+            resident_pages(&w).0,
+            untouched,
+            "a stopped prefault faulted pages in"
+        );
+        let go = AtomicBool::new(false);
+        // SAFETY: as above.
+        unsafe { prefault(w.as_ptr() as usize, std::mem::size_of_val(&*w), &go) };
+        let (resident, pages) = resident_pages(&w);
+        if kernel_at_least(5, 14) {
+            assert_eq!(resident, pages, "some pages were not faulted in");
+        }
+        assert_eq!(w[1000].load(Relaxed), 0xDEAD_BEEF);
+        assert!(w
+            .iter()
+            .enumerate()
+            .all(|(i, x)| i == 1000 || x.load(Relaxed) == 0));
     }
 }

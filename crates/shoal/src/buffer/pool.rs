@@ -34,6 +34,9 @@ pub(crate) struct Counters {
 /// (DESIGN.md §3.3; rules in the module doc of `buffer`).
 pub struct BufferPool {
     pub(crate) frames: Box<[Frame]>,
+    /// Faults in `mem` in the background (`Options::prefault_pool`). Declared before `mem`
+    /// so that it is dropped — its thread stopped and joined — before `mem` is freed.
+    _prefault: Option<Prefaulter>,
     /// Page images, `words_per_page` atomic words per frame, frame `i` at `i * words_per_page`.
     mem: Box<[AtomicU64]>,
     words_per_page: usize,
@@ -48,6 +51,42 @@ pub struct BufferPool {
     /// Lower bound of the recovery LSNs of all dirty pages, published by the cleaner.
     pub(crate) oldest_rec_lsn: AtomicU64,
     cleaner: OnceLock<Cleaner>,
+}
+
+/// The thread that faults in the pool's page images after open (`Options::prefault_pool`);
+/// dropping it stops the thread (within one chunk) and joins it.
+struct Prefaulter {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Prefaulter {
+    /// Starts faulting in `images`. The caller keeps `images` allocated until the
+    /// `Prefaulter` is dropped (`BufferPool` declares it first, so it is dropped first).
+    fn start(images: &[AtomicU64]) -> Result<Prefaulter> {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (addr, len) = (images.as_ptr() as usize, std::mem::size_of_val(images));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("shoal-prefault".into())
+            // SAFETY: the images outlive this thread: the `Prefaulter` joins it on drop,
+            // before its owner frees them (see `start`).
+            .spawn(move || unsafe { mem::prefault(addr, len, &flag) })
+            .map_err(|e| Error::from_io("spawn buffer pool prefault thread", "pool", e))?;
+        Ok(Prefaulter {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Prefaulter {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 thread_local! {
@@ -81,9 +120,17 @@ impl BufferPool {
         let frames = options.frame_count();
         let page_size = options.page_size_bytes;
         let words_per_page = page_size / 8;
+        let images = mem::zeroed_words(frames * words_per_page);
+        // Declared after `images`, so dropped first should anything below fail.
+        let prefault = if options.prefault_pool {
+            Some(Prefaulter::start(&images)?)
+        } else {
+            None
+        };
         let pool = Arc::new(BufferPool {
             frames: mem::huge_slice(frames, |_| Frame::new()),
-            mem: mem::zeroed_words(frames * words_per_page),
+            _prefault: prefault,
+            mem: images,
             words_per_page,
             page_size,
             table: PageTable::new(frames),
