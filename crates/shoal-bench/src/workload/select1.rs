@@ -197,13 +197,7 @@ impl MicroBench for Select1 {
                 let key = ctx.rng.random_range(0..*rows) as i32;
                 // `SELECT a`: only column `a` of the row is read and converted.
                 let r = db.run(IsolationLevel::ReadCommitted, ctx, |tx| {
-                    let a = table.get_with(tx, &[V::Int4(key)], |row| match row.value(0)? {
-                        V::Int4(a) => Ok(a),
-                        other => Err(shoal::Error::invalid(
-                            "a",
-                            format!("column a holds {other:?}, not an INT4"),
-                        )),
-                    })?;
+                    let a = table.get_with(tx, &[V::Int4(key)], |row| row.get::<i32>(0))?;
                     Ok(Ok::<_, ()>(a))
                 })?;
                 match r {

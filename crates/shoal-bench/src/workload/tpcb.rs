@@ -328,15 +328,7 @@ fn add_to(
     let (at, _) = table.def().column(col)?;
     // The balance is a fixed-width column in no key: patched in place.
     let found = table.update_with_view(tx, &[V::Int4(key)], |row| {
-        new = match row.value(at)? {
-            V::Int4(old) => old + delta,
-            other => {
-                return Err(shoal::Error::invalid(
-                    "tpcb",
-                    format!("{col} holds {other:?}, not an INT4"),
-                ))
-            }
-        };
+        new = row.get::<i32>(at)? + delta;
         Ok(Row::new().with(col, new))
     })?;
     if !found {
@@ -361,15 +353,9 @@ fn op_shoal(
         let updated = add_to(tx, &t.accounts, inp.aid, "abalance", inp.delta)?;
         // `SELECT abalance`: that column only.
         let (abalance, _) = t.accounts.def().column("abalance")?;
-        let read =
-            t.accounts
-                .get_with(tx, &[V::Int4(inp.aid)], |r| match r.value(abalance)? {
-                    V::Int4(b) => Ok(b),
-                    other => Err(shoal::Error::invalid(
-                        "tpcb",
-                        format!("abalance holds {other:?}, not an INT4"),
-                    )),
-                })?;
+        let read = t
+            .accounts
+            .get_with(tx, &[V::Int4(inp.aid)], |r| r.get::<i32>(abalance))?;
         add_to(tx, &t.tellers, inp.tid, "tbalance", inp.delta)?;
         add_to(tx, &t.branches, inp.bid, "bbalance", inp.delta)?;
         // Relaxed: the counter is this worker's own; it only has to be unique.

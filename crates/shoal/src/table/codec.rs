@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use super::check::{check, Cell};
 use super::schema::{Column, TableDef};
 use super::types::{digit_count, ColumnType};
-use super::value::Value;
+use super::value::{FromValue, Value};
 
 /// The row format version, the first byte of every row. Readers accept only this version.
 pub const ROW_FORMAT_VERSION: u8 = 1;
@@ -149,13 +149,14 @@ fn encode_cells(def: &TableDef, cells: &[Cell<'_>]) -> Result<Vec<u8>> {
     out[1..3].copy_from_slice(&(n as u16).to_le_bytes());
     let mut var_end = 0usize;
     for (i, (cell, column)) in cells.iter().zip(def.columns()).enumerate() {
-        let at = g.fixed + layout.fixed_start[i] as usize;
         match *cell {
             Cell::Null => out[HEADER_BYTES + i / 8] |= 1 << (i % 8),
-            Cell::Bool(b) => out[at] = u8::from(b),
-            Cell::Int4(v) => out[at..at + 4].copy_from_slice(&v.to_le_bytes()),
-            Cell::Int8(v) => out[at..at + 8].copy_from_slice(&v.to_le_bytes()),
-            Cell::Float8(v) => out[at..at + 8].copy_from_slice(&v.to_bits().to_le_bytes()),
+            Cell::Bool(_) | Cell::Int4(_) | Cell::Int8(_) | Cell::Float8(_) => {
+                let at = g.fixed + layout.fixed_start[i] as usize;
+                let w = column.ty.fixed_width().unwrap_or(0);
+                let written = write_fixed(cell, &mut out[at..at + w]);
+                debug_assert!(written, "`check` gives fixed cells of their column's width");
+            }
             Cell::Str(s) => {
                 out.extend_from_slice(s.as_bytes());
                 var_end += s.len();
@@ -176,6 +177,21 @@ fn encode_cells(def: &TableDef, cells: &[Cell<'_>]) -> Result<Vec<u8>> {
     }
     debug_assert_eq!(out.len(), len);
     Ok(out)
+}
+
+/// Writes fixed-width `cell` into `field`, its column's bytes in the row: the value's
+/// little-endian bytes, or zeros for NULL (the null bit is the caller's). Returns false,
+/// writing nothing, for a variable-width cell or one whose width is not `field`'s.
+fn write_fixed(cell: &Cell<'_>, field: &mut [u8]) -> bool {
+    match (*cell, field.len()) {
+        (Cell::Null, _) => field.fill(0),
+        (Cell::Bool(b), 1) => field[0] = u8::from(b),
+        (Cell::Int4(v), 4) => field.copy_from_slice(&v.to_le_bytes()),
+        (Cell::Int8(v), 8) => field.copy_from_slice(&v.to_le_bytes()),
+        (Cell::Float8(v), 8) => field.copy_from_slice(&v.to_bits().to_le_bytes()),
+        _ => return false,
+    }
+    true
 }
 
 /// Decodes a whole row of `def`, checking every byte (module rule 7): one value per column
@@ -307,6 +323,21 @@ impl<'a> RowView<'a> {
         Ok(self.cell(column, c)?.to_value(c.ty))
     }
 
+    /// Column `column` converted to an owned `T` (`i32`, `i64`, `String`, `Option<i32>`,
+    /// ...), as [`super::Row::get_at`] converts.
+    ///
+    /// # Errors
+    /// As [`RowView::value`]; [`Error::TypeMismatch`] naming the column if its value does
+    /// not convert to `T`.
+    pub fn get<T: for<'v> FromValue<'v>>(&self, column: usize) -> Result<T> {
+        let v = self.value(column)?;
+        T::from_value(&v).ok_or_else(|| Error::TypeMismatch {
+            column: self.def.columns()[column].name.clone(),
+            expected: T::NAME.to_string(),
+            got: v.type_name().to_string(),
+        })
+    }
+
     /// Checks what the accessors do not: every column's field, the null bitmap's padding
     /// bits, that the variable bytes end exactly at the row's end, and that the offsets are
     /// 4 bytes wide only where 2 would not do. A row that passes is exactly the encoding of
@@ -366,14 +397,8 @@ impl<'a> RowView<'a> {
             let bit = (HEADER_BYTES + i / 8, 1u8 << (i % 8));
             // In bounds: `new` checked the row holds every fixed field of its n columns.
             let at = self.g.fixed + layout.fixed_start[i] as usize;
-            let field = &mut out[at..at + w];
-            match *cell {
-                Cell::Null => field.fill(0),
-                Cell::Bool(b) if w == 1 => field[0] = u8::from(b),
-                Cell::Int4(v) if w == 4 => field.copy_from_slice(&v.to_le_bytes()),
-                Cell::Int8(v) if w == 8 => field.copy_from_slice(&v.to_le_bytes()),
-                Cell::Float8(v) if w == 8 => field.copy_from_slice(&v.to_bits().to_le_bytes()),
-                _ => return None,
+            if !write_fixed(cell, &mut out[at..at + w]) {
+                return None;
             }
             if matches!(cell, Cell::Null) {
                 out[bit.0] |= bit.1;

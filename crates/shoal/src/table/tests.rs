@@ -740,3 +740,39 @@ fn round_trip_row(def: &TableDef) -> Vec<Value> {
     v[0] = Value::Int8(3);
     v
 }
+
+/// `RowView::get` converts as `Row::get_at` does, and names the column on a mismatch.
+#[test]
+fn row_view_get_converts_and_names_mismatches() {
+    let def = all_types();
+    let mut values = round_trip_row(&def);
+    values[2] = Value::Int4(-7);
+    values[7] = Value::from("wx");
+    let bytes = encode_row(&def, &values).unwrap();
+    let view = RowView::new(&def, &bytes).unwrap();
+    assert_eq!(view.get::<i64>(0).unwrap(), 3);
+    assert_eq!(view.get::<i32>(2).unwrap(), -7);
+    assert_eq!(
+        view.get::<i64>(2).unwrap(),
+        -7,
+        "INT4 widens to i64 as in Row"
+    );
+    assert_eq!(view.get::<Option<i32>>(2).unwrap(), Some(-7));
+    assert_eq!(view.get::<Option<i64>>(3).unwrap(), None, "a NULL");
+    assert_eq!(view.get::<String>(7).unwrap(), "wx");
+    match view.get::<i32>(7).unwrap_err() {
+        Error::TypeMismatch {
+            column,
+            expected,
+            got,
+        } => {
+            assert_eq!((column.as_str(), expected.as_str()), ("v", "i32"));
+            assert!(!got.is_empty());
+        }
+        e => panic!("{e}"),
+    }
+    assert!(matches!(
+        view.get::<i32>(99),
+        Err(Error::NoSuchColumn { .. })
+    ));
+}
