@@ -11,11 +11,14 @@ use shoal::log::{LogManager, LogOptions, FIRST_LSN};
 use shoal::{Lsn, PageId, TxnId};
 use std::sync::{Arc, Mutex};
 
-fn options(direct: bool) -> LogOptions {
+/// Small segments and ring; with `zero_fill`, the zero filler keeps a segment's worth of
+/// zeros ahead of the log (its writes and syncs are crash points too, at times of its own).
+fn options(direct: bool, zero_fill: bool) -> LogOptions {
     LogOptions {
         segment_size_bytes: 64 << 10,
         buffer_size_bytes: 64 << 10,
         direct_io: direct,
+        preallocate_bytes: if zero_fill { 64 << 10 } else { 0 },
         ..LogOptions::default()
     }
 }
@@ -42,14 +45,14 @@ fn record(kind: RecordKind, txn: u64, prev: Lsn, len: usize) -> LogRecord {
 
 /// Runs `threads` workers, each committing `txns` transactions (an Update of varying size and
 /// a Commit); returns the commit LSNs that were acknowledged before the log failed.
-fn workload(st: &Arc<dyn Storage>, threads: u64, txns: u64, direct: bool) -> Vec<Lsn> {
+fn workload(st: &Arc<dyn Storage>, threads: u64, txns: u64, o: &LogOptions) -> Vec<Lsn> {
     let acked = Arc::new(Mutex::new(Vec::new()));
-    let Ok(log) = LogManager::open(st.clone(), &options(direct)) else {
+    let Ok(log) = LogManager::open(st.clone(), o) else {
         return Vec::new();
     };
     assert_eq!(
         log.direct_io(),
-        direct,
+        o.direct_io,
         "the fault storage accepts O_DIRECT"
     );
     let hs: Vec<_> = (0..threads)
@@ -87,11 +90,11 @@ fn check_after_crash(
     fs: &FaultStorage,
     st: &Arc<dyn Storage>,
     acked: &[Lsn],
-    direct: bool,
+    o: &LogOptions,
     what: &str,
 ) -> usize {
     fs.restart();
-    let log = LogManager::open(st.clone(), &options(direct))
+    let log = LogManager::open(st.clone(), o)
         .unwrap_or_else(|e| panic!("{what}: log does not reopen after the crash: {e}"));
     let records = log.records_from(FIRST_LSN).unwrap();
     let lsns: std::collections::HashSet<Lsn> = records.iter().map(|(l, _)| *l).collect();
@@ -114,7 +117,7 @@ fn check_after_crash(
     log.close().unwrap();
     drop(log);
     // A second reopen sees exactly the first one's records plus the new commit.
-    let log = LogManager::open(st.clone(), &options(direct)).unwrap();
+    let log = LogManager::open(st.clone(), o).unwrap();
     let again = log.records_from(FIRST_LSN).unwrap();
     assert_eq!(
         again.len(),
@@ -125,18 +128,21 @@ fn check_after_crash(
     records.len()
 }
 
+/// Every crash point of one run, one run per point: without the zero filler, whose writes at
+/// times of its own would make the points of one run differ from the next.
 fn crash_matrix(unsynced_survival: f64, direct: bool) {
+    let o = options(direct, false);
     let (fs, st) = fresh(0, unsynced_survival, None);
-    let acked = workload(&st, 1, 60, direct);
+    let acked = workload(&st, 1, 60, &o);
     assert_eq!(acked.len(), 60);
     let points = fs.op_counts().crash_points;
     drop(fs);
     for k in 1..=points {
         let (fs, st) = fresh(k, unsynced_survival, Some(k));
-        let acked = workload(&st, 1, 60, direct);
+        let acked = workload(&st, 1, 60, &o);
         assert!(fs.is_crashed(), "crash point {k} of {points} did not fire");
         let what = format!("direct {direct}, crash point {k}/{points}");
-        check_after_crash(&fs, &st, &acked, direct, &what);
+        check_after_crash(&fs, &st, &acked, &o, &what);
     }
 }
 
@@ -174,29 +180,41 @@ fn buffered_acknowledged_commits_survive_crashes_that_keep_some_unsynced_writes(
     crash_matrix(0.5, false);
 }
 
-/// Concurrent committers, crashed at seeded random points.
-fn concurrent_crashes(direct: bool) {
+/// Concurrent committers, crashed at seeded random points, with the zero filler running
+/// beside them (or not).
+fn concurrent_crashes(direct: bool, zero_fill: bool) {
+    let o = options(direct, zero_fill);
     let mut crashed = 0;
     for seed in 0..40u64 {
         let k = 5 + (seed * 7919) % 150;
         let (fs, st) = fresh(seed, 0.3, Some(k));
-        let acked = workload(&st, 3, 40, direct);
+        let acked = workload(&st, 3, 40, &o);
         if !fs.is_crashed() {
             continue; // the workload finished before point k
         }
         crashed += 1;
-        let what = format!("direct {direct}, seed {seed}, crash point {k}");
-        check_after_crash(&fs, &st, &acked, direct, &what);
+        let what = format!("direct {direct}, zero fill {zero_fill}, seed {seed}, crash point {k}");
+        check_after_crash(&fs, &st, &acked, &o, &what);
     }
     assert!(crashed >= 20, "only {crashed} of 40 runs crashed");
 }
 
 #[test]
 fn concurrent_commits_survive_random_crashes() {
-    concurrent_crashes(true);
+    concurrent_crashes(true, false);
+}
+
+#[test]
+fn concurrent_commits_survive_random_crashes_while_zero_filling() {
+    concurrent_crashes(true, true);
 }
 
 #[test]
 fn buffered_concurrent_commits_survive_random_crashes() {
-    concurrent_crashes(false);
+    concurrent_crashes(false, false);
+}
+
+#[test]
+fn buffered_concurrent_commits_survive_random_crashes_while_zero_filling() {
+    concurrent_crashes(false, true);
 }

@@ -36,6 +36,14 @@ pub struct LogOptions {
     /// [`LogManager::direct_io`](super::LogManager::direct_io) says which mode is in use.
     /// Reads always go through the page cache. Default `true`.
     pub direct_io: bool,
+    /// How far past the written end, in bytes, a background thread keeps the segment files
+    /// filled with zeros and synced (segment rule 6), so that commits overwrite blocks the
+    /// file system has already allocated and their `fdatasync` does not also commit a new
+    /// file size (on ext4 it then takes about half as long). Zero-filling runs in steps of
+    /// 1 MiB and reaches at most one segment ahead. Only with `Full` durability: with
+    /// `Lazy` no commit waits for a sync, and zeros would only double the bytes written.
+    /// 0 turns it off; otherwise it must be at least 64 KiB. Default 4 MiB.
+    pub preallocate_bytes: u64,
 }
 
 impl Default for LogOptions {
@@ -46,6 +54,7 @@ impl Default for LogOptions {
             durability: Durability::Full,
             lazy_flush_interval_ms: 10,
             direct_io: true,
+            preallocate_bytes: 4 << 20,
         }
     }
 }
@@ -73,6 +82,15 @@ impl LogOptions {
                 format!(
                     "{} is not a power of two of at least 65536",
                     self.buffer_size_bytes
+                ),
+            ));
+        }
+        if self.preallocate_bytes != 0 && self.preallocate_bytes < 64 << 10 {
+            return Err(Error::invalid(
+                "preallocate_bytes",
+                format!(
+                    "{} is neither 0 (off) nor at least 65536",
+                    self.preallocate_bytes
                 ),
             ));
         }

@@ -43,23 +43,38 @@
 //!    that invalidation cannot fail. Reads of a range race with no write of *different*
 //!    bytes: the log manager reads only below what it wrote, and rewrites bytes there only
 //!    with their own values (log manager rule 10).
+//! 6. **Zero-filled ahead.** [`SegmentSet::zero_fill_ahead`] writes zeros past the end of
+//!    what has been written, and syncs them, so that log writes land in blocks the file
+//!    system has already allocated and recorded: the `fdatasync` after such an overwrite
+//!    need not commit a change of the file's size or extents to the file-system journal, and
+//!    on ext4 it takes about half as long (measured in `docs/benchmarks.md`). A zero-fill
+//!    step never writes over a log byte: a step runs under the `zero` mutex and starts at or
+//!    above both `zeroed_end` and the end of every write that reached past `zeroed_end`;
+//!    a write that reaches past `zeroed_end` takes that mutex first (so it waits for a step
+//!    in progress and records its end there), and a write that ends at or below it lies in
+//!    bytes no later step touches (steps only move up). `zeroed_end` is stored with Release
+//!    after the step's write and sync, and loaded with Acquire by writers. Zeros are what
+//!    the reader already takes for the end of the log (reader rule 1), and open cuts them
+//!    off with the rest of the tail ([`SegmentSet::truncate_from`]).
 //!
 //! Latching: one `parking_lot::Mutex` over the map of open file handles, held only to look
 //! up, create or delete a segment (never during a read or write of log bytes); one over the
-//! set of segments written since the last sync. Positioned I/O (io rule 1) lets writes of
+//! set of segments written since the last sync; the `zero` mutex, held across one zero-fill
+//! step (its write and sync) and taken before the map's (rule 6). Positioned I/O (io rule 1) lets writes of
 //! disjoint ranges and reads run in parallel.
 //!
 //! What it does not do: no record boundaries (it moves bytes; see [`super::record`]); no
-//! pre-allocation or reuse of segment files (a later optimisation that must then rely on
-//! record rule 2 to reject stale records); no `O_DIRECT` reads; no decision about what may be
+//! reuse of old segment files (a later optimisation that must then rely on record rule 2 to
+//! reject stale records); no `O_DIRECT` reads; no decision about what may be
 //! deleted (the checkpoint decides; this only deletes what it is told to).
 
 use crate::error::{Error, Result};
-use crate::io::{OpenOptions, Storage, StorageFile, IO_ALIGN};
+use crate::io::{AlignedBuf, OpenOptions, Storage, StorageFile, IO_ALIGN};
 use crate::types::Lsn;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
 
 /// Default segment size in bytes (64 MiB).
@@ -70,6 +85,10 @@ pub const MIN_SEGMENT_BYTES: u64 = 4 << 10;
 pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
 // A 4 KiB block of the log never straddles two segments (segment rule 5).
 const _: () = assert!(MIN_SEGMENT_BYTES % IO_ALIGN as u64 == 0);
+
+/// Most bytes one [`SegmentSet::zero_fill_ahead`] step writes (1 MiB): one write and one
+/// `fdatasync`.
+pub const ZERO_FILL_STEP_BYTES: u64 = 1 << 20;
 
 const PREFIX: &str = "log-";
 const SUFFIX: &str = ".seg";
@@ -112,6 +131,20 @@ pub struct SegmentSet {
     unsynced: Mutex<BTreeSet<u64>>,
     /// Writes go through `O_DIRECT` handles (segment rule 5).
     direct: bool,
+    /// Every byte in `[end at open or cut, zeroed_end)` has been zero-filled and synced, or
+    /// written by a log write (segment rule 6). Stored only under `zero`.
+    zeroed_end: AtomicU64,
+    zero: Mutex<ZeroFill>,
+}
+
+/// What zero-fill steps need to know (segment rule 6), under `SegmentSet::zero`.
+struct ZeroFill {
+    /// The highest end of a write that reached past `zeroed_end` when it began.
+    written_end: u64,
+    /// Aligned zeros to write from, allocated at the first step.
+    zeros: Option<AlignedBuf>,
+    /// Set by [`SegmentSet::stop_zero_fill`]: no step runs any more.
+    stopped: bool,
 }
 
 /// The open handles of one segment file.
@@ -203,12 +236,22 @@ impl SegmentSet {
                 ));
             }
         }
+        let end = match files.last_key_value() {
+            Some((&index, seg)) => index * segment_bytes + seg.file.len()?,
+            None => 0,
+        };
         Ok(SegmentSet {
             storage,
             segment_bytes,
             files: Mutex::new(files),
             unsynced: Mutex::new(BTreeSet::new()),
             direct: false,
+            zeroed_end: AtomicU64::new(end),
+            zero: Mutex::new(ZeroFill {
+                written_end: end,
+                zeros: None,
+                stopped: false,
+            }),
         })
     }
 
@@ -278,6 +321,13 @@ impl SegmentSet {
                 ),
             ));
         }
+        let end = lsn.0 + bytes.len() as u64;
+        if end > self.zeroed_end.load(Acquire) {
+            // Segment rule 6: wait for a zero-fill step in progress, and keep later steps
+            // above this write.
+            let mut z = self.zero.lock();
+            z.written_end = z.written_end.max(end);
+        }
         let mut done = 0usize;
         while done < bytes.len() {
             let pos = lsn.0 + done as u64;
@@ -289,6 +339,53 @@ impl SegmentSet {
             done += n;
         }
         Ok(())
+    }
+
+    /// One zero-fill step (segment rule 6) towards `upto`: writes zeros from the end of what
+    /// has been written or zero-filled (rounded up to a 4 KiB block) for at most
+    /// [`ZERO_FILL_STEP_BYTES`], never across a segment boundary (creating the segment if
+    /// needed), and syncs them. Returns the bytes zero-filled: 0 when the zeros (or the
+    /// writes) already reach `upto`.
+    ///
+    /// # Errors
+    /// `Error::NoSpace` / `Error::Io` from the storage. Nothing is lost: the zeros are only an
+    /// optimisation, and log writes past the zero-filled end extend the file as without them.
+    pub fn zero_fill_ahead(&self, upto: Lsn) -> Result<u64> {
+        let mut z = self.zero.lock();
+        let start = self
+            .zeroed_end
+            .load(Relaxed)
+            .max(z.written_end.next_multiple_of(IO_ALIGN as u64));
+        if z.stopped || start >= upto.0 || start.checked_add(ZERO_FILL_STEP_BYTES).is_none() {
+            return Ok(0);
+        }
+        let (index, offset) = self.locate(start);
+        let n = ZERO_FILL_STEP_BYTES.min(self.segment_bytes - offset);
+        let file = self.file_for_write(index)?;
+        let zeros = z
+            .zeros
+            .get_or_insert_with(|| AlignedBuf::new(ZERO_FILL_STEP_BYTES as usize));
+        file.write_all_at(&zeros[..n as usize], offset)?;
+        // The ordinary handle: its `fdatasync` covers direct writes too (segment rule 5a).
+        let plain = self.files.lock().get(&index).map(|s| Arc::clone(&s.file));
+        if let Some(f) = plain {
+            f.sync_data()?;
+        }
+        self.zeroed_end.store(start + n, Release);
+        Ok(n)
+    }
+
+    /// Waits for a zero-fill step in progress to end; later steps do nothing. The log manager
+    /// calls it when it stops, so that no step of its zero filler can still write when a
+    /// later incarnation of the log appends to the same files.
+    pub fn stop_zero_fill(&self) {
+        self.zero.lock().stopped = true;
+    }
+
+    /// The end of the zero-filled bytes past the log (segment rule 6): every byte below it
+    /// and at or above the end at open has been zero-filled or written.
+    pub fn zeroed_end(&self) -> Lsn {
+        Lsn(self.zeroed_end.load(Acquire))
     }
 
     /// Syncs every segment file, whether or not this process wrote it: used at open, when
@@ -425,6 +522,11 @@ impl SegmentSet {
         if !later.is_empty() {
             self.storage.sync_dir()?;
         }
+        drop(files);
+        // Segment rule 6: zero-filling starts again at the cut.
+        let mut z = self.zero.lock();
+        z.written_end = lsn.0;
+        self.zeroed_end.store(lsn.0, Release);
         Ok(())
     }
 

@@ -242,3 +242,113 @@ fn direct_writes_are_whole_blocks_and_read_back_buffered() {
     assert_eq!(set.read_at(Lsn(SEG - 4096), &mut buf).unwrap(), buf.len());
     assert_eq!(&buf[..], &block[..]);
 }
+
+/// Segment rule 6: zero-fill steps racing with a writer that appends past them never
+/// overwrite a written byte, and leave synced zeros (not holes) past the end. Without the
+/// writer's wait on the `zero` mutex, the filler, starting from its own zeroed end, would
+/// write zeros over bytes the writer has just put beyond it.
+#[test]
+fn zero_fill_ahead_never_overwrites_written_bytes() {
+    use std::sync::atomic::AtomicBool;
+    const BIG_SEG: u64 = 64 << 10;
+    for direct in [false, true] {
+        let (fs, st) = storage();
+        let mut set = SegmentSet::open(Arc::clone(&st), BIG_SEG).unwrap();
+        set.set_direct_writes(direct);
+        let set = Arc::new(set);
+        let cursor = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let lead = 2 * BIG_SEG;
+        let filler = {
+            let (set, cursor, done) = (Arc::clone(&set), Arc::clone(&cursor), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut steps = 0u64;
+                while !done.load(Acquire) {
+                    let upto = Lsn(cursor.load(Acquire) + lead);
+                    if set.zero_fill_ahead(upto).unwrap() > 0 {
+                        steps += 1;
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+                steps
+            })
+        };
+        let mut pos = 0u64;
+        for i in 0..1500u64 {
+            let len = if direct {
+                IO_ALIGN * (1 + i as usize % 3)
+            } else {
+                1 + (i as usize * 97) % 1500
+            };
+            let mut buf = crate::io::AlignedBuf::new(len);
+            buf.copy_from_slice(&pattern(pos, len));
+            set.write_at(Lsn(pos), &buf).unwrap();
+            pos += len as u64;
+            cursor.store(pos, Release);
+            if i % 5 == 0 {
+                std::thread::yield_now();
+            }
+        }
+        done.store(true, Release);
+        let steps = filler.join().unwrap();
+        assert!(steps > 0, "direct {direct}: the filler never ran");
+        while set.zero_fill_ahead(Lsn(pos + lead)).unwrap() > 0 {}
+        set.sync().unwrap();
+        let zeroed = set.zeroed_end().0;
+        assert!(
+            zeroed >= pos + lead,
+            "direct {direct}: zeros end at {zeroed}"
+        );
+        let mut buf = vec![0xffu8; zeroed as usize];
+        assert_eq!(set.read_at(Lsn(0), &mut buf).unwrap(), buf.len());
+        assert!(
+            buf[..pos as usize] == pattern(0, pos as usize)[..],
+            "direct {direct}: a written byte was overwritten"
+        );
+        assert!(
+            buf[pos as usize..].iter().all(|&b| b == 0),
+            "direct {direct}"
+        );
+        // The zeros are durable: a power loss keeps the files' lengths and contents.
+        fs.crash_now();
+        fs.restart();
+        let set = SegmentSet::open(Arc::clone(&st), BIG_SEG).unwrap();
+        assert_eq!(set.end_of_files().unwrap().0, zeroed, "direct {direct}");
+        assert_eq!(
+            set.zeroed_end().0,
+            zeroed,
+            "open starts at the end of the files"
+        );
+    }
+}
+
+/// Segment rule 6 at the cut: after `truncate_from` zero-filling starts again at the cut, a
+/// step never crosses a segment boundary, and a target below what is zeroed does nothing.
+#[test]
+fn zero_fill_restarts_at_a_cut_and_stops_at_segment_ends() {
+    const S: u64 = 16 << 10;
+    let (_fs, st) = storage();
+    let set = SegmentSet::open(st, S).unwrap();
+    set.write_at(Lsn(0), &pattern(0, 1000)).unwrap();
+    assert_eq!(set.zero_fill_ahead(Lsn(3 * S)).unwrap(), S - 4096);
+    assert_eq!(
+        set.zeroed_end(),
+        Lsn(S),
+        "from the block after the write to the end"
+    );
+    assert_eq!(set.zero_fill_ahead(Lsn(3 * S)).unwrap(), S);
+    assert_eq!(set.zero_fill_ahead(Lsn(S)).unwrap(), 0, "already there");
+    assert_eq!(set.end_of_files().unwrap(), Lsn(2 * S));
+    set.truncate_from(Lsn(600)).unwrap();
+    assert_eq!(set.zeroed_end(), Lsn(600));
+    assert_eq!(set.end_of_files().unwrap(), Lsn(600));
+    assert_eq!(set.zero_fill_ahead(Lsn(S)).unwrap(), S - 4096);
+    let mut buf = vec![0xffu8; S as usize];
+    assert_eq!(set.read_at(Lsn(0), &mut buf).unwrap(), S as usize);
+    assert_eq!(&buf[..600], &pattern(0, 600)[..]);
+    assert!(
+        buf[600..].iter().all(|&b| b == 0),
+        "a hole reads as zeros too"
+    );
+}

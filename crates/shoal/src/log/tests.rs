@@ -431,9 +431,13 @@ fn bad_requests_fail_cleanly_and_leave_the_log_working() {
     log.remove_before(c).unwrap();
 }
 
+/// With or without direct I/O, and without zero-filling (whose writes, made by another
+/// thread at times of its own, would shift the counted writes these tests inject faults at
+/// and the segment lengths they check).
 fn with_io(direct: bool) -> LogOptions {
     LogOptions {
         direct_io: direct,
+        preallocate_bytes: 0,
         ..small()
     }
 }
@@ -618,5 +622,147 @@ fn real_files_round_trip_in_both_modes() {
         let log = LogManager::open(st, &with_io(direct)).unwrap();
         let back = log.records_from(FIRST_LSN).unwrap();
         assert!(back == all, "direct {direct}: records differ after reopen");
+    }
+}
+
+/// Polls `cond` every millisecond for up to 10 s; panics with `what` if it never holds.
+fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Invariant 14: the zero filler keeps synced zeros ahead of the log, across segments; a
+/// power loss keeps every commit, and open cuts the zeros off at the end of the log.
+#[test]
+fn zero_filler_keeps_synced_zeros_ahead_and_open_cuts_them() {
+    use super::segment::segment_file_name;
+    let seg = small().segment_size_bytes;
+    for direct in [true, false] {
+        let (fs, st) = storage(21);
+        let o = LogOptions {
+            direct_io: direct,
+            ..small()
+        };
+        let log = LogManager::open(st.clone(), &o).unwrap();
+        let mut commits = Vec::new();
+        for i in 0..300u64 {
+            let u = log.append(&update(i, Lsn::ZERO, i as u8, 300)).unwrap();
+            let c = log.append(&commit_record(i, u)).unwrap();
+            log.commit(c).unwrap();
+            commits.push(c);
+        }
+        let end = log.end_lsn().0;
+        let last = end / seg;
+        assert!(last >= 1, "the log spans segments");
+        // The lead is one segment: the zeros reach the end of the last segment with log
+        // bytes (and, once past half of it, into the next).
+        eventually("zeros to the end of the last segment", || {
+            fs.durable_contents(&segment_file_name(last))
+                .is_ok_and(|b| b.len() as u64 == seg)
+        });
+        assert!(log.stats().bytes_zero_filled >= seg - end % seg);
+        assert_eq!(log.stats().zero_fill_failure, None);
+        let tail = fs.durable_contents(&segment_file_name(last)).unwrap();
+        assert!(tail[(end % seg).next_multiple_of(4096) as usize..]
+            .iter()
+            .all(|&b| b == 0));
+        fs.crash_now();
+        // `close` joins the log's threads even if one of them holds a reference now (a plain
+        // drop would then leave the last reference, and the zero filler, running on).
+        let _ = log.close(); // nothing left to write: it may well succeed
+        drop(log);
+        fs.restart();
+        let quiet = LogOptions {
+            preallocate_bytes: 0,
+            ..o.clone()
+        };
+        let log = LogManager::open(st.clone(), &quiet).unwrap();
+        assert_eq!(log.end_lsn().0, end, "direct {direct}");
+        let lsns: Vec<Lsn> = log
+            .records_from(FIRST_LSN)
+            .unwrap()
+            .iter()
+            .map(|r| r.0)
+            .collect();
+        assert!(commits.iter().all(|c| lsns.contains(c)), "direct {direct}");
+        assert_eq!(
+            fs.durable_contents(&segment_file_name(last)).unwrap().len() as u64,
+            end % seg,
+            "open cut the zeros off"
+        );
+        assert!(
+            fs.durable_contents(&segment_file_name(last + 1)).is_err(),
+            "direct {direct}: end {end}, files {:?}, len {:?}",
+            st.list(),
+            fs.durable_contents(&segment_file_name(last + 1)).map(|b| b.len())
+        );
+    }
+}
+
+/// Invariant 14: a failed zero-fill step stops zero-filling, is reported in the stats, and
+/// fails no commit; the log written without zeros reopens whole.
+#[test]
+fn a_failed_zero_fill_stops_zero_filling_and_fails_no_commit() {
+    let (fs, st) = storage(22);
+    // The first write to a segment file is the zero filler's: nothing is appended yet.
+    fs.arm(FaultRule::nth(FaultKind::Eio, OpClass::Write, 1).on_files("log-"))
+        .unwrap();
+    let log = LogManager::open(st.clone(), &small()).unwrap();
+    eventually("the failure is reported", || {
+        log.stats().zero_fill_failure.is_some()
+    });
+    let why = log.stats().zero_fill_failure.unwrap();
+    assert!(why.contains("zero-filling"), "{why}");
+    assert_eq!(log.stats().bytes_zero_filled, 0);
+    let mut commits = Vec::new();
+    for i in 0..200u64 {
+        let u = log.append(&update(i, Lsn::ZERO, i as u8, 300)).unwrap();
+        let c = log.append(&commit_record(i, u)).unwrap();
+        log.commit(c).unwrap();
+        commits.push(c);
+    }
+    assert_eq!(
+        log.stats().bytes_zero_filled,
+        0,
+        "no step after the failure"
+    );
+    log.close().unwrap();
+    drop(log);
+    let log = LogManager::open(st, &small()).unwrap();
+    let lsns: Vec<Lsn> = log
+        .records_from(FIRST_LSN)
+        .unwrap()
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    assert!(commits.iter().all(|c| lsns.contains(c)));
+}
+
+/// `preallocate_bytes` is 0 or at least 64 KiB.
+#[test]
+fn preallocate_bytes_is_off_or_at_least_64_kib() {
+    for (bytes, ok) in [
+        (0, true),
+        (4096, false),
+        ((64 << 10) - 1, false),
+        (64 << 10, true),
+    ] {
+        let o = LogOptions {
+            preallocate_bytes: bytes,
+            ..LogOptions::default()
+        };
+        assert_eq!(o.validate().is_ok(), ok, "{bytes}");
+        if !ok {
+            assert!(matches!(
+                o.validate(),
+                Err(Error::InvalidArgument {
+                    name: "preallocate_bytes",
+                    ..
+                })
+            ));
+        }
     }
 }
