@@ -697,7 +697,8 @@ fn zero_filler_keeps_synced_zeros_ahead_and_open_cuts_them() {
             fs.durable_contents(&segment_file_name(last + 1)).is_err(),
             "direct {direct}: end {end}, files {:?}, len {:?}",
             st.list(),
-            fs.durable_contents(&segment_file_name(last + 1)).map(|b| b.len())
+            fs.durable_contents(&segment_file_name(last + 1))
+                .map(|b| b.len())
         );
     }
 }

@@ -203,3 +203,83 @@ fn bad_frees_and_bad_files_are_typed_errors() {
     let e = probe_page_size(&*f).unwrap_err();
     assert!(e.to_string().contains("not a Shoal data file"), "{e}");
 }
+
+/// Invariant 3: the file grows by an eighth of its size at a time (1 extent to
+/// `GROW_MAX_BYTES`), so a growing file pays for few growths, and never by much more than it
+/// needs.
+#[test]
+fn growth_is_an_eighth_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let space = SpaceManager::create(pool(dir.path())).unwrap();
+    assert_eq!(space.grow_extents(EXTENT_PAGES), 1);
+    assert_eq!(space.grow_extents(64 * EXTENT_PAGES), 8);
+    let max = GROW_MAX_BYTES / PS as u64 / EXTENT_PAGES;
+    assert_eq!(space.grow_extents(1 << 40), max, "capped");
+    let mut cache = space.extent_cache();
+    let mut counts = vec![space.page_count()];
+    for _ in 0..20_000 {
+        cache.allocate().unwrap();
+        if space.page_count() != *counts.last().unwrap() {
+            counts.push(space.page_count());
+        }
+    }
+    cache.release().unwrap();
+    for w in counts.windows(2) {
+        let step = w[1] - w[0];
+        assert_eq!(step, space.grow_extents(w[0]) * EXTENT_PAGES, "{counts:?}");
+    }
+    // 7 one-extent growths to 512 pages, then about 31 of an eighth each to 20,000.
+    assert!(
+        counts.len() < 48,
+        "{} growths for 20,000 pages",
+        counts.len() - 1
+    );
+    assert!(space.page_count() <= 20_000 * 9 / 8 + 2 * EXTENT_PAGES);
+}
+
+/// Invariant 3 on a full disk: when the storage has no room for a growth of several extents,
+/// the file grows by one extent instead, and only when that fails too is the error returned.
+#[test]
+fn a_full_disk_falls_back_to_one_extent() {
+    use crate::io::{
+        FaultConfig, FaultKind, FaultRule, FaultStorage, OpClass, OpenOptions, Storage,
+    };
+    let fs = FaultStorage::new(FaultConfig::new(3)).unwrap();
+    let create = OpenOptions {
+        create: true,
+        ..Default::default()
+    };
+    let f = fs.open("data.shoal", create).unwrap();
+    let o = Options {
+        pool_size_bytes: 64 * PS,
+        page_size_bytes: PS,
+        ..Options::default()
+    };
+    let space = SpaceManager::create(BufferPool::open(f, &o, Arc::new(NoWal)).unwrap()).unwrap();
+    let mut cache = space.extent_cache();
+    while space.page_count() < 16 * EXTENT_PAGES {
+        cache.allocate().unwrap();
+    }
+    let pages = space.page_count();
+    assert!(space.grow_extents(pages) > 1);
+    // The next growth's set_len fails once with ENOSPC; the one-extent retry succeeds.
+    fs.arm(FaultRule::nth(FaultKind::NoSpace, OpClass::Write, 1).on_files("data"))
+        .unwrap();
+    while space.page_count() == pages {
+        cache.allocate().unwrap();
+    }
+    assert_eq!(space.page_count(), pages + EXTENT_PAGES);
+    // Both fail: the allocation reports the full disk.
+    let pages = space.page_count();
+    fs.arm(FaultRule::nth(FaultKind::NoSpace, OpClass::Write, 1).on_files("data"))
+        .unwrap();
+    fs.arm(FaultRule::nth(FaultKind::NoSpace, OpClass::Write, 2).on_files("data"))
+        .unwrap();
+    let err = loop {
+        match cache.allocate() {
+            Ok(_) => assert_eq!(space.page_count(), pages, "grew on a full disk"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, Error::NoSpace { .. }), "{err}");
+}
