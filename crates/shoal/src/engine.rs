@@ -35,7 +35,8 @@ pub const DATA_FILE: &str = "data.shoal";
 
 /// An open database's storage manager: log, buffer pool, space, transactions.
 pub struct Engine {
-    txns: TxnManager,
+    /// In an `Arc` so that the space manager can hold it weakly, to log reservations.
+    txns: Arc<TxnManager>,
     space: Arc<SpaceManager>,
     checkpoint_lock: Mutex<()>,
     restart: RestartReport,
@@ -77,12 +78,17 @@ impl Engine {
         let mut resources = Resources::default();
         resources.register(Arc::new(crate::kvstore::KvStoreRm));
         resources.register(Arc::new(crate::btree::BTreeRm::new(space.clone())));
+        resources.register(Arc::new(crate::txn::SpaceRm));
         let locks = Arc::new(crate::lock::LockManager::new(
             &crate::lock::MGL,
             options.lock_options(),
         )?);
-        let txns = TxnManager::new(log, pool, resources, locks);
+        let txns = Arc::new(TxnManager::new(log, pool, resources, locks));
         let restart = recovery::restart(&txns)?;
+        // Space invariant 2: from now on a reservation is a logged system transaction
+        // (restart itself used the synced protocol).
+        let weak: std::sync::Weak<TxnManager> = Arc::downgrade(&txns);
+        space.set_reservation_log(weak);
         Ok(Engine {
             txns,
             space,

@@ -15,11 +15,14 @@
 //! 2. Pages are reserved an extent at a time: every free page of one extent word is marked
 //!    allocated at once and owned by one cache ([`ExtentCache`] or a shard of the
 //!    [`SpaceManager::allocate`] caches); the cache hands them out without touching the map.
-//!    Pages a cache still owns are returned (bits cleared) when it is released. The map page
-//!    holding a reservation is written and synced *before* any of its pages is handed out, so
-//!    after a crash a page in use is always marked allocated; owned but unused pages stay
-//!    marked: a leak, never a double allocation. (One sync per 64 allocations; the log issue
-//!    replaces it with WAL ordering of a logged allocation.)
+//!    Pages a cache still owns are returned (bits cleared) when it is released. After a crash
+//!    a page in use is always marked allocated; owned but unused pages stay marked: a leak,
+//!    never a double allocation. Once the transaction layer is up
+//!    ([`SpaceManager::set_reservation_log`]), a reservation is a logged system transaction
+//!    ([`wal`]): its record precedes in the log every logged change that uses one of its
+//!    pages, and restart's redo marks the extent again. Before that (restart itself, and a
+//!    space manager used without a log) the map page holding a reservation is written and
+//!    synced *before* any of its pages is handed out.
 //! 3. The file grows by whole extents (an eighth of its size at a time, 1 extent to 64 MiB)
 //!    under the growth mutex, in a durable order: extend the file, write the map page of every
 //!    group it starts, sync; then raise `page_count` in the header, write it,
@@ -44,12 +47,14 @@
 mod cache;
 mod header;
 mod map;
+pub mod wal;
 
 #[cfg(all(test, not(loom)))]
 mod tests;
 
 pub use cache::ExtentCache;
 pub use header::{group_pages, probe_page_size, FileHeader, FILE_FORMAT_VERSION, MAGIC};
+pub use wal::{ReservationLog, RM_SPACE};
 
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
@@ -61,7 +66,7 @@ use cache::Reservation;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::*};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 /// Most bytes the data file grows by at once (64 MiB; invariant 3).
 pub const GROW_MAX_BYTES: u64 = 64 << 20;
@@ -82,6 +87,9 @@ pub struct SpaceManager {
     /// freed there meanwhile before advancing the hint past it.
     free_epoch: AtomicU64,
     caches: Box<[CachePadded<Mutex<Option<Reservation>>>]>,
+    /// How reservations are logged, once installed (invariant 2); weak, since the logger
+    /// (the transaction manager) holds this space manager through its resource managers.
+    reservation_log: OnceLock<Weak<dyn ReservationLog>>,
 }
 
 impl SpaceManager {
@@ -97,7 +105,15 @@ impl SpaceManager {
             caches: (0..CACHE_SHARDS)
                 .map(|_| CachePadded::new(Mutex::new(None)))
                 .collect(),
+            reservation_log: OnceLock::new(),
         }
+    }
+
+    /// From now on, reservations are logged through `log` instead of written and synced at
+    /// once (invariant 2). Installed once, by the engine after restart; later calls are
+    /// ignored. While `log` is gone (the engine is closing), the synced protocol is used.
+    pub fn set_reservation_log(&self, log: Weak<dyn ReservationLog>) {
+        let _ = self.reservation_log.set(log);
     }
 
     /// Formats an empty data file: the file header (page 0) and the first space map (page 1),
@@ -245,6 +261,12 @@ impl SpaceManager {
                 return Ok(None);
             };
             let w = map::word(m.bytes(), e);
+            if let Some(log) = self.reservation_log.get().and_then(Weak::upgrade) {
+                // Invariant 2, logged: the record (made under the map latch, before any page
+                // is handed out) precedes every record that uses a page of the extent.
+                log.log_reservation(&mut m, wal::reserve_redo(e, !w))?;
+                return Ok(Some(Reservation::new(base + e * EXTENT_PAGES, !w)));
+            }
             map::set_word(&mut m.page_mut(), e, u64::MAX);
             m.mark_dirty();
             Reservation::new(base + e * EXTENT_PAGES, !w)

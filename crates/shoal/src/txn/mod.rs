@@ -74,10 +74,12 @@ mod commit_lsn;
 mod ids;
 pub mod image;
 mod rm;
+mod space_log;
 mod table;
 
 pub use image::{ImageView, IMAGE_HEADER_BYTES, SELF_LSN};
 pub use rm::{ResourceManager, Resources};
+pub use space_log::SpaceRm;
 
 use crate::buffer::{BufferPool, ExclusiveGuard};
 use crate::error::{Error, Result};

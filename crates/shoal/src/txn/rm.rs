@@ -1,7 +1,7 @@
 //! Resource managers: the components whose log records change pages (the test access method
 //! `kvstore` now, the B-tree later). Redo and undo dispatch on the first byte of a record's
 //! redo payload, the resource manager id. Ids: 1 = kvstore (`kvstore::RM_KVSTORE`), 2 = B-tree
-//! (`btree::RM_BTREE`).
+//! (`btree::RM_BTREE`), 3 = space manager (`space::RM_SPACE`, logged extent reservations).
 
 use super::UndoContext;
 use crate::error::{Error, Result};
