@@ -14,7 +14,9 @@
 //! Invariants: (1) nothing but restart touches a page before [`Engine::open`] returns;
 //! (2) checkpoints are serialised by one mutex (they are rare; transactions never take it);
 //! (3) a data file left empty or unformatted by a crash during creation is formatted again
-//! only if the log holds no record (nothing can depend on it yet).
+//! only if the log holds no record (nothing can depend on it yet); (4) once an engine is
+//! dropped or closed, no thread of its log writes to the files any more (a later open of the
+//! same directory in this process cannot meet a late write of the old log).
 //!
 //! Not done here: the catalog, tables and the `Database` API (tables issue); background
 //! checkpoints by log volume (callers call [`Engine::checkpoint`]).
@@ -159,6 +161,14 @@ impl Engine {
         self.pool().close()?;
         self.checkpoint()?;
         self.log().close()
+    }
+}
+
+impl Drop for Engine {
+    /// Invariant 4: the log's threads are stopped and joined (after the flusher has written
+    /// and synced what was appended), whoever else still holds the log.
+    fn drop(&mut self) {
+        self.txns.log().stop_threads();
     }
 }
 

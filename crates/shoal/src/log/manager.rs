@@ -605,6 +605,17 @@ impl LogManager {
         r.and_then(|()| self.failure())
     }
 
+    /// Stops the log's threads now, even while other references to the manager exist: the
+    /// flusher first writes and syncs everything appended (as at the last drop), then both
+    /// it and the zero filler exit and are joined. Appends and commits fail afterwards with
+    /// [`Error::LogFailed`] ("closed"). The engine calls it when it is dropped, so that no
+    /// thread of this log still writes to its files once the drop returns — even if the
+    /// flusher held the last reference at that moment and would otherwise have run `Drop`
+    /// (and its writes) later, perhaps after the directory was opened again.
+    pub fn stop_threads(&self) {
+        self.stop_flusher();
+    }
+
     /// Stops zero-filling (waiting for a step in progress), then stops and joins the flusher
     /// and the zero filler. Run by one of them (its reference was the last; it may hold
     /// `ctl`), it joins neither and takes no lock they need: both find the manager gone at

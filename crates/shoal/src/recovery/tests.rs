@@ -423,3 +423,47 @@ fn an_image_before_the_redo_lsn_is_not_installed() {
     assert_eq!(kv.get(y).unwrap(), None);
     kv.verify().unwrap();
 }
+
+/// Engine invariant 4: dropping an engine stops its log's threads even while someone else
+/// (here the test; in life the flusher itself, mid-round) still holds the log: what was
+/// committed lazily is written by then, and the log refuses appends. Without it, the drop
+/// left the flusher running and the reopened log could miss the commit.
+#[test]
+fn dropping_the_engine_stops_the_log_threads_whoever_holds_the_log() {
+    let disk = FaultStorage::new(FaultConfig::new(9)).unwrap();
+    let lazy = LogOptions {
+        durability: crate::log::Durability::Lazy,
+        lazy_flush_interval_ms: 60_000,
+        ..log_options()
+    };
+    let s: Arc<dyn Storage> = Arc::new(disk.clone());
+    let e = Engine::open(s.clone(), &options(), &lazy).unwrap();
+    let root = create_store(&e, 2);
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    let mut t = e.begin();
+    kv.insert(&mut t, 7, &val(70)).unwrap();
+    t.commit().unwrap();
+    let end = e.log().end_lsn();
+    let held = e.log().clone();
+    drop(kv);
+    drop(e);
+    assert!(
+        held.durable_lsn() >= end,
+        "the drop wrote and synced the lazy commit"
+    );
+    assert!(matches!(
+        held.append(&crate::log::record::LogRecord::control(
+            RecordKind::Commit,
+            crate::types::TxnId(1),
+            crate::types::Lsn::ZERO,
+            Vec::new()
+        )),
+        Err(Error::LogFailed { .. })
+    ));
+    disk.crash_now(); // nothing more can reach the disk than what the drop synced
+    disk.restart();
+    let e = Engine::open(s, &options(), &log_options()).unwrap();
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    assert_eq!(kv.get(7).unwrap(), Some(val(70).to_vec()));
+    drop(held);
+}
