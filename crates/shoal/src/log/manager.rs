@@ -95,16 +95,18 @@
 //! 14. **The zero filler.** With `LogOptions::preallocate_bytes > 0` a second thread keeps
 //!     the segment files zero-filled and synced up to that many bytes past the written end
 //!     (segment rule 6), so that the writes and syncs of commits overwrite allocated blocks
-//!     instead of growing the file (`Full` TPC-B, 8 threads on 2 cores: 15.2–15.7k ->
-//!     18.2–19.0k commits/s). Whoever writes wakes it when the zeros reach less than half
+//!     instead of growing the file (`Full` TPC-B, 8 threads on 2 cores: 15.8–16.3k ->
+//!     18.7–19.7k commits/s). Whoever writes wakes it when the zeros reach less than half
 //!     that far. It never holds `flushing`: segment rule 6 alone keeps its zeros off log
 //!     bytes, and a writer waits for it only when it overtakes the zeros, for at most one
 //!     1 MiB step. With `Lazy` durability it does not run: no commit waits for a sync
 //!     there, and zeros would only double the bytes written (insert benchmark, 1 thread:
-//!     about 3 % slower with it). A failed step (say, a full disk) stops zero-filling for good, is reported
-//!     in [`LogStats::zero_fill_failure`], and fails no commit: log writes then grow the
-//!     files as they would without it. Like the flusher it holds only a weak reference
-//!     while it sleeps (invariant 7).
+//!     about 3 % slower with it). A failed step (say, a full disk) stops zero-filling for
+//!     good, is reported in [`LogStats::zero_fill_failure`], and fails no commit: log
+//!     writes then grow the files as they would without it. It holds a strong reference
+//!     only while deciding and counting, never during a step's I/O, and whoever stops the
+//!     log stops zero-filling first (`SegmentSet::stop_zero_fill` waits for a step in
+//!     progress), so no step writes after `close`, `stop_threads` or the last drop.
 //!
 //! Latching: `ctl` (a mutex) is held only to sleep and to notify; never across I/O.
 //! `flushing` is held across a round of writing and syncing, and is taken before `ctl`

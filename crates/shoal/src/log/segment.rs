@@ -46,13 +46,13 @@
 //! 6. **Zero-filled ahead.** [`SegmentSet::zero_fill_ahead`] writes zeros past the end of
 //!    what has been written, and syncs them, so that log writes land in blocks the file
 //!    system has already allocated and recorded: the `fdatasync` after such an overwrite
-//!    need not commit a change of the file's size or extents to the file-system journal, and
-//!    on ext4 it takes about half as long (measured in `docs/benchmarks.md`). A zero-fill
-//!    step never writes over a log byte: a step runs under the `zero` mutex and starts at or
-//!    above both `zeroed_end` and the end of every write that reached past `zeroed_end`;
-//!    a write that reaches past `zeroed_end` takes that mutex first (so it waits for a step
-//!    in progress and records its end there), and a write that ends at or below it lies in
-//!    bytes no later step touches (steps only move up). `zeroed_end` is stored with Release
+//!    need not also write a change of the file's size or block map (to the journal, or the
+//!    inode itself), and on ext4 it takes about half as long (`docs/benchmarks.md`). A
+//!    zero-fill step never writes over a log byte: a step runs under the `zero` mutex and
+//!    starts at or above both `zeroed_end` and the end of every write that reached past
+//!    `zeroed_end`; a write that reaches past `zeroed_end` takes that mutex first (so it
+//!    waits for a step in progress and records its end there), and a write that ends at or
+//!    below it lies in bytes no later step touches (steps only move up). `zeroed_end` is stored with Release
 //!    after the step's write and sync, and loaded with Acquire by writers. Zeros are what
 //!    the reader already takes for the end of the log (reader rule 1), and open cuts them
 //!    off with the rest of the tail ([`SegmentSet::truncate_from`]).
@@ -60,13 +60,13 @@
 //! Latching: one `parking_lot::Mutex` over the map of open file handles, held only to look
 //! up, create or delete a segment (never during a read or write of log bytes); one over the
 //! set of segments written since the last sync; the `zero` mutex, held across one zero-fill
-//! step (its write and sync) and taken before the map's (rule 6). Positioned I/O (io rule 1) lets writes of
-//! disjoint ranges and reads run in parallel.
+//! step (its write and sync) and taken before the map's (rule 6). Positioned I/O (io rule 1)
+//! lets writes of disjoint ranges and reads run in parallel.
 //!
 //! What it does not do: no record boundaries (it moves bytes; see [`super::record`]); no
 //! reuse of old segment files (a later optimisation that must then rely on record rule 2 to
-//! reject stale records); no `O_DIRECT` reads; no decision about what may be
-//! deleted (the checkpoint decides; this only deletes what it is told to).
+//! reject stale records); no `O_DIRECT` reads; no decision about what may be deleted (the
+//! checkpoint decides; this only deletes what it is told to).
 
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, OpenOptions, Storage, StorageFile, IO_ALIGN};

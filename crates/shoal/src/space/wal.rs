@@ -38,7 +38,8 @@ const OP_RESERVE: u8 = 1;
 const RESERVE_BYTES: usize = 18;
 
 /// How the space manager logs a reservation (space invariant 2). Implemented by the
-/// transaction manager; installed with [`SpaceManager::set_reservation_log`](super::SpaceManager::set_reservation_log).
+/// transaction manager; installed with
+/// [`SpaceManager::set_reservation_log`](super::SpaceManager::set_reservation_log).
 pub trait ReservationLog: Send + Sync {
     /// Makes the change `redo` (a [`RM_SPACE`] payload) to the X-latched map page by applying
     /// its own redo, and logs it in a system transaction that commits (without waiting for
