@@ -85,7 +85,9 @@ impl Engine {
             &crate::lock::MGL,
             options.lock_options(),
         )?);
-        let txns = Arc::new(TxnManager::new(log, pool, resources, locks));
+        let mut txns = TxnManager::new(log, pool, resources, locks);
+        txns.set_max_running(options.max_running_txns);
+        let txns = Arc::new(txns);
         let restart = recovery::restart(&txns)?;
         // Space invariant 2: from now on a reservation is a logged system transaction
         // (restart itself used the synced protocol).

@@ -53,6 +53,12 @@ pub struct Options {
     /// frames are first used. Linux 5.14 and later (`MADV_POPULATE_WRITE`); elsewhere it
     /// does nothing. Default `true`.
     pub prefault_pool: bool,
+    /// Most user transactions running at once (`txn::admission`): a transaction beyond it
+    /// waits at `begin` for one to end, so that with more threads than processors a
+    /// transaction holding a hot lock keeps its processor (TPC-B on 2 cores, 16 threads:
+    /// see `docs/benchmarks.md`). A soft limit: after 20 ms of waiting a transaction runs
+    /// anyway. Default: the number of processors the process may use; 0 removes the limit.
+    pub max_running_txns: usize,
 }
 
 impl Default for Options {
@@ -69,6 +75,7 @@ impl Default for Options {
             lock_escalation_threshold: 5_000,
             max_lock_owners: 1024,
             prefault_pool: true,
+            max_running_txns: std::thread::available_parallelism().map_or(4, |n| n.get()),
         }
     }
 }
