@@ -23,12 +23,16 @@ pub struct DatabaseStats {
     pub log: LogStats,
     /// Lock manager: waits, deadlocks, timeouts, escalations.
     pub locks: LockStats,
+    /// Transactions that waited at `begin` for an admission slot (`txn::admission`).
+    pub admission_waits: u64,
+    /// Transactions that ran without a slot after waiting the longest wait (soft limit).
+    pub admission_over: u64,
 }
 
 impl DatabaseStats {
     /// Every counter with its name (`buffer.hits`, `log.syncs`, `lock.waits`, ...; units in
     /// the names), in a fixed order: what `shoal stats` prints and benchmarks diff.
-    pub fn named_counters(&self) -> [(&'static str, u64); 20] {
+    pub fn named_counters(&self) -> [(&'static str, u64); 22] {
         let (b, l, k) = (&self.buffer, &self.log, &self.locks);
         [
             ("buffer.hits", b.hits),
@@ -51,6 +55,8 @@ impl DatabaseStats {
             ("lock.retries_lost", k.retries_lost),
             ("lock.escalations", k.escalations),
             ("lock.escalations_refused", k.escalations_refused),
+            ("txn.admission_waits", self.admission_waits),
+            ("txn.admission_over", self.admission_over),
         ]
     }
 
@@ -82,10 +88,13 @@ impl Database {
     /// The counters since this database was opened.
     pub fn stats(&self) -> DatabaseStats {
         let e = self.engine();
+        let (admission_waits, admission_over) = e.txns().admission().map_or((0, 0), |a| a.counts());
         DatabaseStats {
             buffer: e.pool().stats(),
             log: e.log().stats(),
             locks: e.txns().locks().stats(),
+            admission_waits,
+            admission_over,
         }
     }
 
