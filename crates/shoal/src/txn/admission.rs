@@ -160,10 +160,11 @@ impl Admission {
         let mine = last.gate == self.id;
         let first = if mine { last.slot } else { 0 };
         let used_up = mine && last.turns >= TURNS;
-        let taken = if used_up && self.waiters.load(Relaxed) > 0 {
-            None // invariant 3: it handed its slot on when it left; queue behind the others
-        } else if self.waiters.load(Relaxed) > 0 && !mine {
-            None // a newcomer does not overtake the queue
+        // Invariant 3: with others waiting, a thread whose turns are used up (it handed its
+        // slot on when it left) and a newcomer both queue behind them.
+        let queue_first = (used_up || !mine) && self.waiters.load(Relaxed) > 0;
+        let taken = if queue_first {
+            None
         } else {
             self.try_take(token, first)
         };
