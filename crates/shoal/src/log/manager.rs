@@ -275,23 +275,27 @@ impl LogManager {
             flusher: Mutex::new(None),
             zero_filler: Mutex::new(None),
         });
-        let weak = Arc::downgrade(&log);
-        let sig = log.sig.clone();
-        let handle = std::thread::Builder::new()
-            .name("shoal-log-flusher".into())
-            .spawn(move || flusher_main(weak, sig))
-            .map_err(|e| Error::from_io("spawn log flusher thread", "log", e))?;
-        *log.flusher.lock() = Some(handle);
+        *log.flusher.lock() = Some(log.spawn("shoal-log-flusher", flusher_main)?);
         if log.zero_fill_lead() > 0 {
-            let weak = Arc::downgrade(&log);
-            let sig = log.sig.clone();
-            let handle = std::thread::Builder::new()
-                .name("shoal-log-zero".into())
-                .spawn(move || zero_filler_main(weak, sig))
-                .map_err(|e| Error::from_io("spawn log zero-fill thread", "log", e))?;
-            *log.zero_filler.lock() = Some(handle);
+            *log.zero_filler.lock() = Some(log.spawn("shoal-log-zero", zero_filler_main)?);
         }
         Ok(log)
+    }
+
+    /// Starts one of the log's threads, `main(weak manager, signals)` (invariant 7).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the thread cannot be spawned.
+    fn spawn(
+        self: &Arc<Self>,
+        name: &'static str,
+        main: fn(Weak<LogManager>, Arc<Signals>),
+    ) -> Result<JoinHandle<()>> {
+        let (weak, sig) = (Arc::downgrade(self), self.sig.clone());
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || main(weak, sig))
+            .map_err(|e| Error::from_io("spawn thread", name, e))
     }
 
     /// `Err(LogFailed)` naming the first failure, if the log has failed (invariant 4).

@@ -46,6 +46,27 @@ fn storage(seed: u64) -> (FaultStorage, Arc<dyn Storage>) {
     (fs, dyn_fs)
 }
 
+/// Commits transactions `txns`, each an update of `len` payload bytes and a commit record;
+/// returns the commit records' LSNs.
+fn commit_each(log: &LogManager, txns: std::ops::Range<u64>, len: usize) -> Vec<Lsn> {
+    txns.map(|i| {
+        let u = log.append(&update(i, Lsn::ZERO, i as u8, len)).unwrap();
+        let c = log.append(&commit_record(i, u)).unwrap();
+        log.commit(c).unwrap();
+        c
+    })
+    .collect()
+}
+
+/// The LSNs of the records from the first one up to the durable end.
+fn lsns(log: &LogManager) -> Vec<Lsn> {
+    log.records_from(FIRST_LSN)
+        .unwrap()
+        .iter()
+        .map(|(l, _)| *l)
+        .collect()
+}
+
 /// Appends survive close and reopen; the reopened log continues exactly at the old end, and
 /// records read back equal what was appended (across several segments and ring laps).
 #[test]
@@ -535,13 +556,7 @@ fn torn_rewrite_of_the_partial_block_keeps_durable_records() {
     for seed in 0..24 {
         let (fs, st) = storage(seed);
         let log = LogManager::open(st.clone(), &with_io(true)).unwrap();
-        let mut acked = Vec::new();
-        for i in 0..5u64 {
-            let u = log.append(&update(i, Lsn::ZERO, i as u8, 200)).unwrap();
-            let c = log.append(&commit_record(i, u)).unwrap();
-            log.commit(c).unwrap();
-            acked.push(c);
-        }
+        let acked = commit_each(&log, 0..5, 200);
         let durable = log.durable_lsn();
         assert!(
             durable.0 % 4096 > 512,
@@ -569,12 +584,7 @@ fn torn_rewrite_of_the_partial_block_keeps_durable_records() {
             log.end_lsn() >= durable,
             "seed {seed}: the log ends below what was durable"
         );
-        let lsns: Vec<Lsn> = log
-            .records_from(FIRST_LSN)
-            .unwrap()
-            .iter()
-            .map(|(l, _)| *l)
-            .collect();
+        let lsns = lsns(&log);
         for a in &acked {
             assert!(lsns.contains(a), "seed {seed}: durable commit {a} lost");
         }
@@ -647,13 +657,7 @@ fn zero_filler_keeps_synced_zeros_ahead_and_open_cuts_them() {
             ..small()
         };
         let log = LogManager::open(st.clone(), &o).unwrap();
-        let mut commits = Vec::new();
-        for i in 0..300u64 {
-            let u = log.append(&update(i, Lsn::ZERO, i as u8, 300)).unwrap();
-            let c = log.append(&commit_record(i, u)).unwrap();
-            log.commit(c).unwrap();
-            commits.push(c);
-        }
+        let commits = commit_each(&log, 0..300, 300);
         let end = log.end_lsn().0;
         let last = end / seg;
         assert!(last >= 1, "the log spans segments");
@@ -681,12 +685,7 @@ fn zero_filler_keeps_synced_zeros_ahead_and_open_cuts_them() {
         };
         let log = LogManager::open(st.clone(), &quiet).unwrap();
         assert_eq!(log.end_lsn().0, end, "direct {direct}");
-        let lsns: Vec<Lsn> = log
-            .records_from(FIRST_LSN)
-            .unwrap()
-            .iter()
-            .map(|r| r.0)
-            .collect();
+        let lsns = lsns(&log);
         assert!(commits.iter().all(|c| lsns.contains(c)), "direct {direct}");
         assert_eq!(
             fs.durable_contents(&segment_file_name(last)).unwrap().len() as u64,
@@ -718,13 +717,7 @@ fn a_failed_zero_fill_stops_zero_filling_and_fails_no_commit() {
     let why = log.stats().zero_fill_failure.unwrap();
     assert!(why.contains("zero-filling"), "{why}");
     assert_eq!(log.stats().bytes_zero_filled, 0);
-    let mut commits = Vec::new();
-    for i in 0..200u64 {
-        let u = log.append(&update(i, Lsn::ZERO, i as u8, 300)).unwrap();
-        let c = log.append(&commit_record(i, u)).unwrap();
-        log.commit(c).unwrap();
-        commits.push(c);
-    }
+    let commits = commit_each(&log, 0..200, 300);
     assert_eq!(
         log.stats().bytes_zero_filled,
         0,
@@ -733,12 +726,7 @@ fn a_failed_zero_fill_stops_zero_filling_and_fails_no_commit() {
     log.close().unwrap();
     drop(log);
     let log = LogManager::open(st, &small()).unwrap();
-    let lsns: Vec<Lsn> = log
-        .records_from(FIRST_LSN)
-        .unwrap()
-        .iter()
-        .map(|r| r.0)
-        .collect();
+    let lsns = lsns(&log);
     assert!(commits.iter().all(|c| lsns.contains(c)));
 }
 
