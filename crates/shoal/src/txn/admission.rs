@@ -43,7 +43,9 @@
 //!    hands its slot to the longest waiter and queues behind the others. Waiters take slots
 //!    in arrival order (only the head of the queue takes a free slot).
 //! 4. Nesting: a thread's second transaction while it holds a slot of the same gate shares
-//!    that slot (a thread never waits for itself), counted in a thread-local depth.
+//!    that slot (a thread never waits for itself): its ticket owns nothing, and the slot is
+//!    given back when the ticket that took it is dropped — on any thread, since a ticket
+//!    carries its slot (a transaction may move between threads).
 //!
 //! With no more threads than slots each thread keeps finding its own last slot free, so the
 //! common path writes only a cache line that no other thread touches.
@@ -81,18 +83,23 @@ pub struct Admission {
     id: u64,
 }
 
-/// Proof of admission: gives the slot back (or hands it on) when dropped.
+/// Proof of admission: gives the slot back (or hands it on) when dropped, on whichever
+/// thread that happens (a transaction may move between threads).
 #[must_use = "the slot is given back when the ticket is dropped"]
 pub struct Ticket<'a> {
     gate: &'a Admission,
+    /// The slot this ticket owns; `None` for a nested ticket that shares its thread's slot
+    /// (invariant 4) and for one admitted past the limit.
+    slot: Option<usize>,
 }
 
-/// A slot this thread holds: (gate id, slot index or `OVER`, nesting depth).
+/// A slot this thread took: (gate id, slot index). Still held while the slot's word is this
+/// thread's token (invariant 4); a ticket moved to another thread and dropped there frees
+/// the slot and leaves a stale entry here, which the next `enter` on this thread drops.
 #[derive(Clone, Copy)]
 struct Held {
     gate: u64,
     slot: usize,
-    depth: u32,
 }
 
 /// The gate this thread last entered, its slot there, and its turns in a row (invariant 3).
@@ -146,16 +153,22 @@ impl Admission {
 
     /// Takes a slot for the calling thread, waiting at most [`MAX_WAIT`] (module doc).
     pub fn enter(&self) -> Ticket<'_> {
+        let token = TOKEN.with(|t| *t);
         let nested = HELD.with(|h| {
             let mut h = h.borrow_mut();
-            h.iter_mut()
-                .find(|e| e.gate == self.id)
-                .map(|e| e.depth += 1)
+            let i = h.iter().position(|e| e.gate == self.id)?;
+            if self.slots[h[i].slot].load(Relaxed) == token {
+                return Some(());
+            }
+            h.swap_remove(i); // stale: freed by a ticket dropped on another thread
+            None
         });
         if nested.is_some() {
-            return Ticket { gate: self }; // invariant 4
+            return Ticket {
+                gate: self,
+                slot: None,
+            }; // invariant 4
         }
-        let token = TOKEN.with(|t| *t);
         let last = LAST.with(Cell::get);
         let mine = last.gate == self.id;
         let first = if mine { last.slot } else { 0 };
@@ -179,14 +192,22 @@ impl Admission {
                 turns,
             })
         });
+        if slot == OVER {
+            return Ticket {
+                gate: self,
+                slot: None,
+            };
+        }
         HELD.with(|h| {
             h.borrow_mut().push(Held {
                 gate: self.id,
                 slot,
-                depth: 1,
             })
         });
-        Ticket { gate: self }
+        Ticket {
+            gate: self,
+            slot: Some(slot),
+        }
     }
 
     /// A free slot taken by CAS, trying `first` before the others (invariant 1).
@@ -244,24 +265,17 @@ impl Admission {
         got
     }
 
-    fn leave(&self, hand_off: bool) {
-        let last = LAST.with(Cell::get);
-        let slot = HELD.with(|h| {
+    /// Gives back `slot` (invariant 1), or hands it to the longest waiter (invariant 3).
+    fn leave(&self, slot: usize, hand_off: bool) {
+        HELD.with(|h| {
             let mut h = h.borrow_mut();
-            let i = h.iter().position(|e| e.gate == self.id)?;
-            h[i].depth -= 1;
-            if h[i].depth > 0 {
-                return None;
+            if let Some(i) = h.iter().position(|e| e.gate == self.id && e.slot == slot) {
+                h.swap_remove(i);
             }
-            Some(h.swap_remove(i).slot)
         });
-        let Some(slot) = slot else { return };
-        if slot == OVER {
-            return;
-        }
+        let last = LAST.with(Cell::get);
         let used_up = last.gate == self.id && last.turns >= TURNS;
         if (used_up || hand_off) && self.waiters.load(Relaxed) > 0 {
-            // Invariant 3: hand the slot to the longest waiter.
             let mut q = self.queue.lock();
             if let Some((token, thread)) = q.pop_front() {
                 self.waiters.store(q.len(), Relaxed);
@@ -279,16 +293,18 @@ impl Ticket<'_> {
     /// Gives the slot back for a thread that is about to wait (a `Full` commit waiting for
     /// the log): the slot goes to the longest waiter at once, if there is one, instead of
     /// staying free for this thread's next transaction.
-    pub fn hand_off(self) {
-        let gate = self.gate;
-        std::mem::forget(self);
-        gate.leave(true);
+    pub fn hand_off(mut self) {
+        if let Some(slot) = self.slot.take() {
+            self.gate.leave(slot, true);
+        }
     }
 }
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        self.gate.leave(false);
+        if let Some(slot) = self.slot.take() {
+            self.gate.leave(slot, false);
+        }
     }
 }
 
@@ -347,7 +363,8 @@ mod tests {
         );
     }
 
-    /// Invariant 4: a thread's nested transactions share its slot, even with one slot.
+    /// Invariant 4: a thread's nested transactions share its slot, even with one slot; the
+    /// slot goes back when the ticket that took it is dropped.
     #[test]
     fn nested_entries_share_the_slot() {
         let gate = Admission::new(1);
@@ -355,9 +372,29 @@ mod tests {
         let b = gate.enter();
         let c = gate.enter();
         drop(b);
-        drop(a);
-        assert_ne!(gate.slots[0].load(SeqCst), 0, "still held by c");
         drop(c);
+        assert_ne!(gate.slots[0].load(SeqCst), 0, "still held by a");
+        drop(a);
+        assert_eq!(gate.slots[0].load(SeqCst), 0);
+        assert_eq!(gate.counts(), (0, 0));
+    }
+
+    /// A ticket carries its slot: dropped on another thread (a transaction that moved), it
+    /// frees the slot there, and the first thread's next entry takes a slot of its own
+    /// instead of sharing one it no longer has.
+    #[test]
+    fn a_ticket_dropped_on_another_thread_frees_its_slot() {
+        let gate = Arc::new(Admission::new(1));
+        // The scope keeps `gate` borrowed for the ticket moved into the other thread.
+        std::thread::scope(|s| {
+            let t = gate.enter();
+            s.spawn(move || drop(t)).join().unwrap();
+        });
+        assert_eq!(gate.slots[0].load(SeqCst), 0, "freed on the other thread");
+        let t = gate.enter();
+        assert!(t.slot.is_some(), "a slot of its own, not a stale share");
+        assert_ne!(gate.slots[0].load(SeqCst), 0);
+        drop(t);
         assert_eq!(gate.slots[0].load(SeqCst), 0);
         assert_eq!(gate.counts(), (0, 0));
     }
