@@ -7,12 +7,13 @@
 //! gone idle: `tpcb` `lazy` on 2 cores fell from 202 k transactions/s at 2 threads to 40 k at
 //! 16, with 72 k context switches a second and only 1.27 of the 2 cores busy
 //! (`docs/benchmarks.md`, update 3). The gate is a *soft* limit in the manner of InnoDB's
-//! `innodb_thread_concurrency` (with its "tickets"): a thread waits at `begin` for a slot at
-//! most [`MAX_WAIT`], then runs anyway, so a wait the engine cannot see (the application's
+//! `innodb_thread_concurrency` (with its "tickets"): a writing transaction waits for a slot
+//! before its first write lock (`Transaction::lock`, transaction rule 10) at most
+//! [`MAX_WAIT`], then runs anyway, so a wait the engine cannot see (the application's
 //! own threads waiting on each other inside transactions) costs time, never a deadlock.
 //!
 //! ```text
-//!   begin ─► this thread holds a slot of this gate? ─ yes ─► share it (nested transaction)
+//!   first write lock ─► this thread holds a slot of this gate? ─ yes ─► share it (nested)
 //!              │ no
 //!              ▼
 //!            its turns left, or nobody waits: CAS its last slot FREE → mine, else any other
@@ -24,13 +25,13 @@
 //!   rollback, drop ─► turns used up (or a `Full` commit about to wait for the log) and a
 //!                     waiter queued: hand the slot to the head waiter
 //!                     and unpark it; otherwise: slot FREE (the same thread takes it again
-//!                     at its next begin)
+//!                     at its next transaction)
 //! ```
 //!
 //! Invariants and memory orderings:
 //! 1. A slot word is 0 (free) or the token of the thread it belongs to. It leaves 0 only by
-//!    a CAS (AcqRel) of a thread that takes it, and it changes otherwise only by its holder:
-//!    back to 0 (Release), or to the token of the waiter it hands the slot to, under
+//!    a CAS (AcqRel) of a thread that takes it, and it changes otherwise only through the
+//!    ticket that holds it: back to 0 (Release), or to the token of the waiter it hands the slot to, under
 //!    `queue` (Release; the waiter sees it with an Acquire load). So at most `limit`
 //!    threads hold slots; threads admitted after [`MAX_WAIT`] hold none and are counted in
 //!    [`Admission::counts`].
