@@ -55,6 +55,8 @@ pub mod space;
 pub mod stats;
 pub mod sync;
 pub mod table;
+#[cfg(all(test, not(loom)))]
+mod testing;
 pub mod txn;
 pub mod types;
 

@@ -53,14 +53,14 @@ pub struct Options {
     /// frames are first used. Linux 5.14 and later (`MADV_POPULATE_WRITE`); elsewhere it
     /// does nothing. Default `true`.
     pub prefault_pool: bool,
-    /// Most user transactions running at once (`txn::admission`): a transaction beyond it
-    /// waits at `begin` for one to end, so that with more threads than processors a
-    /// transaction holding a hot lock keeps its processor. A soft limit: after 50 ms of
-    /// waiting a transaction runs anyway. Default: one more than the processors the process
-    /// may use (the extra slot keeps a processor busy while one transaction waits for a
-    /// lock); 0 removes the limit. On 2 cores (`docs/benchmarks.md`, update 3), limits 0 /
-    /// 2 / 3 / 4 gave TPC-B at 16 threads 36 k / 129 k / 106 k / 70 k transactions/s and
-    /// the TPC-C mix 14.4 k / 12.5 k / 13.9 k / 13.5 k.
+    /// Most writing transactions running at once (`txn::admission`): one beyond it waits
+    /// before its first write lock for one to end (readers never wait), so that with more
+    /// threads than processors a transaction holding a hot lock keeps its processor. A soft
+    /// limit: after 50 ms of waiting a transaction runs anyway. Default: one more than the
+    /// processors the process may use (the extra slot keeps a processor busy while one
+    /// transaction waits for a lock); 0 removes the limit. On 2 cores (`docs/benchmarks.md`,
+    /// update 3), limits 0 / 2 / 3 / 4 gave TPC-B at 16 threads 36 k / 129 k / 106 k / 70 k
+    /// transactions/s and the TPC-C mix 14.4 k / 12.5 k / 13.9 k / 13.5 k.
     pub max_running_txns: usize,
 }
 

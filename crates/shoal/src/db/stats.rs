@@ -23,7 +23,8 @@ pub struct DatabaseStats {
     pub log: LogStats,
     /// Lock manager: waits, deadlocks, timeouts, escalations.
     pub locks: LockStats,
-    /// Transactions that waited at `begin` for an admission slot (`txn::admission`).
+    /// Transactions that waited for an admission slot before their first write lock
+    /// (`txn::admission`).
     pub admission_waits: u64,
     /// Transactions that ran without a slot after waiting the longest wait (soft limit).
     pub admission_over: u64,

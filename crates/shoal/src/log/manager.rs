@@ -278,6 +278,8 @@ impl LogManager {
         *log.flusher.lock() = Some(log.spawn("shoal-log-flusher", flusher_main)?);
         if log.zero_fill_lead() > 0 {
             *log.zero_filler.lock() = Some(log.spawn("shoal-log-zero", zero_filler_main)?);
+        } else {
+            log.segments.stop_zero_fill(); // segment rule 6: writes skip the zero-fill mutex
         }
         Ok(log)
     }
@@ -607,26 +609,21 @@ impl LogManager {
             Ok(())
         };
         self.closed.store(true, Release);
-        self.stop_flusher();
+        self.stop_threads();
         r.and_then(|()| self.failure())
     }
 
-    /// Stops the log's threads now, even while other references to the manager exist: the
-    /// flusher first writes and syncs everything appended (as at the last drop), then both
-    /// it and the zero filler exit and are joined. Appends and commits fail afterwards with
-    /// [`Error::LogFailed`] ("closed"). The engine calls it when it is dropped, so that no
-    /// thread of this log still writes to its files once the drop returns — even if the
-    /// flusher held the last reference at that moment and would otherwise have run `Drop`
-    /// (and its writes) later, perhaps after the directory was opened again.
+    /// Stops the log's threads now, even while other references to the manager exist:
+    /// zero-filling stops first (waiting for a step in progress); the flusher writes and
+    /// syncs everything appended (as at the last drop); then both threads exit and are
+    /// joined. Appends and commits fail afterwards with [`Error::LogFailed`] ("closed").
+    /// The engine calls it when it is dropped, so that no thread of this log still writes
+    /// to its files once the drop returns — even if the flusher held the last reference at
+    /// that moment and would otherwise have run `Drop` (and its writes) later, perhaps after
+    /// the directory was opened again. Run by one of the log's own threads (its reference
+    /// was the last; it may hold `ctl`), it joins neither and takes no lock they need: both
+    /// find the manager gone at their next upgrade and exit.
     pub fn stop_threads(&self) {
-        self.stop_flusher();
-    }
-
-    /// Stops zero-filling (waiting for a step in progress), then stops and joins the flusher
-    /// and the zero filler. Run by one of them (its reference was the last; it may hold
-    /// `ctl`), it joins neither and takes no lock they need: both find the manager gone at
-    /// their next upgrade and exit.
-    fn stop_flusher(&self) {
         self.closed.store(true, Release);
         // Whichever thread this is, no zero-fill step writes after this line.
         self.segments.stop_zero_fill();
@@ -930,7 +927,7 @@ fn zero_filler_main(log: Weak<LogManager>, sig: Arc<Signals>) {
         }
         let upto = Lsn(written.saturating_add(strong.zero_fill_lead()));
         let segments = Arc::clone(&strong.segments);
-        drop(strong); // may run `Drop` here, which then joins nothing (see `stop_flusher`)
+        drop(strong); // may run `Drop` here, which then joins nothing (see `stop_threads`)
         drop(g);
         let step = segments.zero_fill_ahead(upto);
         let Some(strong) = log.upgrade() else { return };
@@ -966,7 +963,7 @@ impl WalHook for LogManager {
 
 impl Drop for LogManager {
     fn drop(&mut self) {
-        self.stop_flusher();
+        self.stop_threads();
     }
 }
 

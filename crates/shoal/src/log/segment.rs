@@ -52,10 +52,13 @@
 //!    starts at or above both `zeroed_end` and the end of every write that reached past
 //!    `zeroed_end`; a write that reaches past `zeroed_end` takes that mutex first (so it
 //!    waits for a step in progress and records its end there), and a write that ends at or
-//!    below it lies in bytes no later step touches (steps only move up). `zeroed_end` is stored with Release
-//!    after the step's write and sync, and loaded with Acquire by writers. Zeros are what
-//!    the reader already takes for the end of the log (reader rule 1), and open cuts them
-//!    off with the rest of the tail ([`SegmentSet::truncate_from`]).
+//!    below it lies in bytes no later step touches (steps only move up). `zeroed_end` is
+//!    stored with Release after the step's write and sync, and loaded with Acquire by
+//!    writers. [`SegmentSet::stop_zero_fill`] sets it to `u64::MAX`: no step runs after
+//!    that, and no write takes the mutex any more (a log that never zero-fills, such as a
+//!    `Lazy` one, stops it at open). Zeros are what the reader already takes for the end of
+//!    the log (reader rule 1), and open cuts them off with the rest of the tail
+//!    ([`SegmentSet::truncate_from`]).
 //!
 //! Latching: one `parking_lot::Mutex` over the map of open file handles, held only to look
 //! up, create or delete a segment (never during a read or write of log bytes); one over the
@@ -132,7 +135,8 @@ pub struct SegmentSet {
     /// Writes go through `O_DIRECT` handles (segment rule 5).
     direct: bool,
     /// Every byte in `[end at open or cut, zeroed_end)` has been zero-filled and synced, or
-    /// written by a log write (segment rule 6). Stored only under `zero`.
+    /// written by a log write; `u64::MAX` once zero-filling has stopped (segment rule 6).
+    /// Stored only under `zero`.
     zeroed_end: AtomicU64,
     zero: Mutex<ZeroFill>,
 }
@@ -143,8 +147,6 @@ struct ZeroFill {
     written_end: u64,
     /// Aligned zeros to write from, allocated at the first step.
     zeros: Option<AlignedBuf>,
-    /// Set by [`SegmentSet::stop_zero_fill`]: no step runs any more.
-    stopped: bool,
 }
 
 /// The open handles of one segment file.
@@ -250,7 +252,6 @@ impl SegmentSet {
             zero: Mutex::new(ZeroFill {
                 written_end: end,
                 zeros: None,
-                stopped: false,
             }),
         })
     }
@@ -356,7 +357,8 @@ impl SegmentSet {
             .zeroed_end
             .load(Relaxed)
             .max(z.written_end.next_multiple_of(IO_ALIGN as u64));
-        if z.stopped || start >= upto.0 || start.checked_add(ZERO_FILL_STEP_BYTES).is_none() {
+        // After `stop_zero_fill` the start is u64::MAX: nothing to do.
+        if start >= upto.0 || start.checked_add(ZERO_FILL_STEP_BYTES).is_none() {
             return Ok(0);
         }
         let (index, offset) = self.locate(start);
@@ -375,15 +377,18 @@ impl SegmentSet {
         Ok(n)
     }
 
-    /// Waits for a zero-fill step in progress to end; later steps do nothing. The log manager
-    /// calls it when it stops, so that no step of its zero filler can still write when a
-    /// later incarnation of the log appends to the same files.
+    /// Waits for a zero-fill step in progress to end; later steps do nothing, and writes no
+    /// longer take the zero-fill mutex (segment rule 6). The log manager calls it at open
+    /// when it will not zero-fill, and when it stops, so that no step of its zero filler can
+    /// still write when a later incarnation of the log appends to the same files.
     pub fn stop_zero_fill(&self) {
-        self.zero.lock().stopped = true;
+        let _z = self.zero.lock();
+        self.zeroed_end.store(u64::MAX, Release);
     }
 
     /// The end of the zero-filled bytes past the log (segment rule 6): every byte below it
-    /// and at or above the end at open has been zero-filled or written.
+    /// and at or above the end at open has been zero-filled or written; `u64::MAX` once
+    /// zero-filling has stopped.
     pub fn zeroed_end(&self) -> Lsn {
         Lsn(self.zeroed_end.load(Acquire))
     }
@@ -523,10 +528,12 @@ impl SegmentSet {
             self.storage.sync_dir()?;
         }
         drop(files);
-        // Segment rule 6: zero-filling starts again at the cut.
+        // Segment rule 6: zero-filling starts again at the cut, unless it has stopped.
         let mut z = self.zero.lock();
         z.written_end = lsn.0;
-        self.zeroed_end.store(lsn.0, Release);
+        if self.zeroed_end.load(Relaxed) != u64::MAX {
+            self.zeroed_end.store(lsn.0, Release);
+        }
         Ok(())
     }
 

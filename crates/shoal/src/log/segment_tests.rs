@@ -351,4 +351,11 @@ fn zero_fill_restarts_at_a_cut_and_stops_at_segment_ends() {
         buf[600..].iter().all(|&b| b == 0),
         "a hole reads as zeros too"
     );
+    // Stopped: no step runs, even after a cut, and every write may skip the mutex.
+    set.stop_zero_fill();
+    assert_eq!(set.zeroed_end(), Lsn(u64::MAX));
+    assert_eq!(set.zero_fill_ahead(Lsn(3 * S)).unwrap(), 0);
+    set.truncate_from(Lsn(600)).unwrap();
+    assert_eq!(set.zero_fill_ahead(Lsn(3 * S)).unwrap(), 0);
+    assert_eq!(set.end_of_files().unwrap(), Lsn(600));
 }

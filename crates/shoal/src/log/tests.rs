@@ -5,6 +5,7 @@ use super::*;
 use crate::buffer::WalHook;
 use crate::error::Error;
 use crate::io::{FaultConfig, FaultKind, FaultRule, FaultStorage, OpClass, Storage};
+use crate::testing::eventually;
 use crate::types::{Lsn, PageId, TxnId};
 use std::sync::Arc;
 
@@ -632,15 +633,6 @@ fn real_files_round_trip_in_both_modes() {
         let log = LogManager::open(st, &with_io(direct)).unwrap();
         let back = log.records_from(FIRST_LSN).unwrap();
         assert!(back == all, "direct {direct}: records differ after reopen");
-    }
-}
-
-/// Polls `cond` every millisecond for up to 10 s; panics with `what` if it never holds.
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !cond() {
-        assert!(std::time::Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 

@@ -67,8 +67,8 @@
 //!     (a request in a mode other than IS and S: readers are never held back, and a
 //!     select of a few hundred nanoseconds would spend more on the gate than it saves;
 //!     `select1` at 64 threads fell from 2.7 M to 0.25 M/s when every transaction was
-//!     gated at `begin`), and gives it back when its `Commit` is appended and its locks are released
-//!     (before a `Full` commit waits for the log), or when it is dropped; nested
+//!     gated at `begin`), and gives it back when its `Commit` is appended and its locks
+//!     are released (before a `Full` commit waits for the log), or when it is dropped; nested
 //!     transactions of one thread share its slot. A transaction keeps its slot while it
 //!     waits for a lock (giving it away lets in transactions that queue for the same hot
 //!     lock: TPC-B at 16 threads fell back from 116 k to 32 k). The gate is a soft limit
@@ -719,7 +719,7 @@ impl<'m> Transaction<'m> {
             // that locked nothing read only below Commit_LSN, which is durable already.
             let locked = self.locks.take().is_some();
             if let Some(t) = self.admitted.take() {
-                t.hand_off(); // rule 10: not while waiting for the log
+                t.release(true); // rule 10: not while waiting for the log
             }
             if locked && self.mgr.log.durability() == crate::log::Durability::Full {
                 self.mgr.log.wait_all_durable()?;
@@ -745,9 +745,7 @@ impl<'m> Transaction<'m> {
         // Rule 10: the slot goes with the locks, before the log wait; a committer that will
         // wait for the log hands it to a waiting transaction at once.
         if let Some(t) = self.admitted.take() {
-            if mgr.log.durability() == crate::log::Durability::Full {
-                t.hand_off();
-            }
+            t.release(mgr.log.durability() == crate::log::Durability::Full);
         }
         if !self.system {
             mgr.log.commit(lsn)?;

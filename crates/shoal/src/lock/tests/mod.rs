@@ -10,6 +10,7 @@ mod names;
 mod queue;
 
 use super::*;
+use crate::testing::eventually;
 use crate::types::TxnId;
 use std::time::{Duration, Instant};
 
@@ -27,18 +28,6 @@ fn mgl(timeout_ms: u64) -> LockManager {
 
 fn owner(m: &LockManager, txn: u64) -> LockOwner {
     m.owner(TxnId(txn)).expect("owner slot")
-}
-
-/// Polls `cond` for up to 10 s.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 fn row(r: u64) -> LockName {
