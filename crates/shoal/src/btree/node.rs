@@ -518,6 +518,35 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(Err(lo))
     }
 
+    /// [`Node::search`], trying entry `near` first: `Ok(near)` if it holds `key`, `Err(near)`
+    /// if `key` lies between entries `near - 1` and `near` (one or two key comparisons),
+    /// else the full search. A wrong or stale `near` costs those comparisons, nothing else.
+    ///
+    /// # Errors
+    /// As [`Node::search`].
+    pub(crate) fn search_near(
+        &self,
+        key: &[u8],
+        near: Option<usize>,
+    ) -> Result<std::result::Result<usize, usize>> {
+        let Some(i) = near.filter(|&i| i <= self.entry_count()) else {
+            return self.search(key);
+        };
+        let probe = Probe::new(key, self.prefix_len);
+        if i < self.entry_count() {
+            match self.cmp_probe(i, &probe)? {
+                Ordering::Equal => return Ok(Ok(i)),
+                Ordering::Less => return self.search(key),
+                Ordering::Greater => {}
+            }
+        }
+        // Entry `i` (if any) is above `key`: it goes at `i` if entry `i - 1` is below it.
+        if i == 0 || self.cmp_probe(i - 1, &probe)? == Ordering::Less {
+            return Ok(Err(i));
+        }
+        self.search(key)
+    }
+
     /// The prefix length every key of the node shares, in bytes.
     pub(crate) fn prefix_len(&self) -> usize {
         self.prefix_len
@@ -845,16 +874,17 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
         self.s.view().page_id()
     }
 
-    /// Inserts entry record `rec` at its key's position.
+    /// Inserts entry record `rec` at its key's position (looked for first at `near`,
+    /// [`Node::search_near`]).
     ///
     /// # Errors
     /// [`Error::Corruption`] if the key is present or the entry does not fit (a redo that
     /// does not match its page), or the page is corrupt.
-    pub(crate) fn insert(&mut self, rec: &[u8]) -> Result<()> {
+    pub(crate) fn insert(&mut self, rec: &[u8], near: Option<usize>) -> Result<()> {
         let pid = self.page_id();
         let key = entry_key(pid, rec)?;
         let view = self.view()?;
-        let pos = match view.search(key)? {
+        let pos = match view.search_near(key, near)? {
             Ok(_) => return Err(Error::corruption(pid, "insert of a key already present")),
             Err(p) => p,
         };
@@ -864,31 +894,31 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
             .map_err(|no| Error::corruption(pid, format!("B-tree insert: {no}")))
     }
 
-    /// Replaces the entry with `rec`'s key by `rec`.
+    /// Replaces the entry with `rec`'s key (looked for first at `near`) by `rec`.
     ///
     /// # Errors
     /// [`Error::Corruption`] if the key is absent or the entry does not fit.
-    pub(crate) fn replace(&mut self, rec: &[u8]) -> Result<()> {
+    pub(crate) fn replace(&mut self, rec: &[u8], near: Option<usize>) -> Result<()> {
         let pid = self.page_id();
         let key = entry_key(pid, rec)?;
-        let pos = self.find(key)?;
+        let pos = self.find(key, near)?;
         self.s
             .update(FIRST_ENTRY + pos, rec)?
             .map_err(|no| Error::corruption(pid, format!("B-tree update: {no}")))
     }
 
-    /// Removes the entry with `key`.
+    /// Removes the entry with `key` (looked for first at `near`).
     ///
     /// # Errors
     /// [`Error::Corruption`] if the key is absent.
-    pub(crate) fn remove(&mut self, key: &[u8]) -> Result<()> {
-        let pos = self.find(key)?;
+    pub(crate) fn remove(&mut self, key: &[u8], near: Option<usize>) -> Result<()> {
+        let pos = self.find(key, near)?;
         self.s.delete(FIRST_ENTRY + pos)
     }
 
-    fn find(&self, key: &[u8]) -> Result<usize> {
+    fn find(&self, key: &[u8], near: Option<usize>) -> Result<usize> {
         self.view()?
-            .search(key)?
+            .search_near(key, near)?
             .map_err(|_| Error::corruption(self.page_id(), "change of a key that is absent"))
     }
 
@@ -957,8 +987,70 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
 
 #[cfg(test)]
 mod tests {
-    use super::{hint_lower_bound, lower_bound, INTERPOLATION_MIN_ENTRIES, INTERPOLATION_WINDOW};
+    use super::{
+        hint_lower_bound, inline_leaf_entry, lower_bound, Node, NodeImage, NodeMut,
+        INTERPOLATION_MIN_ENTRIES, INTERPOLATION_WINDOW,
+    };
+    use crate::types::PageId;
     use proptest::prelude::*;
+
+    /// A leaf page of 8 KiB with fences `[low, high)` and the entries of `keys` (sorted,
+    /// distinct), whose values are the keys themselves.
+    fn leaf(keys: &[Vec<u8>], low: Option<Vec<u8>>, high: Option<Vec<u8>>) -> Vec<u8> {
+        let image = NodeImage {
+            low,
+            high,
+            entries: keys.iter().map(|k| inline_leaf_entry(k, k)).collect(),
+            ..NodeImage::empty_root(PageId(7))
+        };
+        let mut page = vec![0u8; 8192];
+        image.write_to(page.as_mut_slice(), PageId(7)).unwrap();
+        page
+    }
+
+    proptest! {
+        /// `search_near` answers as `search` does whatever the hint — right, off by one,
+        /// past the end — for present and absent keys; and a change applied with a wrong
+        /// hint lands where one applied without a hint does.
+        #[test]
+        fn search_near_agrees_with_search(
+            keys in proptest::collection::btree_set(
+                proptest::collection::vec(0u8..4, 0..6), 1..60),
+            probe in proptest::collection::vec(0u8..4, 0..6),
+            near in 0usize..70,
+        ) {
+            let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+            let page = leaf(&keys, None, None);
+            let n = Node::open(page.as_slice()).unwrap();
+            let want = n.search(&probe).unwrap();
+            prop_assert_eq!(n.search_near(&probe, Some(near)).unwrap(), want);
+            let exact = match want { Ok(i) | Err(i) => i };
+            prop_assert_eq!(n.search_near(&probe, Some(exact)).unwrap(), want);
+            for k in &keys {
+                prop_assert_eq!(n.search_near(k, Some(near)).unwrap(), n.search(k).unwrap());
+            }
+            // Insert (or replace) the probe with the wrong hint and with none: same page.
+            let entry = inline_leaf_entry(&probe, b"v");
+            let (mut hinted, mut plain) = (page.clone(), page.clone());
+            let mut h = NodeMut::open(hinted.as_mut_slice()).unwrap();
+            let mut p = NodeMut::open(plain.as_mut_slice()).unwrap();
+            if want.is_ok() {
+                h.replace(&entry, Some(near)).unwrap();
+                p.replace(&entry, None).unwrap();
+            } else {
+                h.insert(&entry, Some(near)).unwrap();
+                p.insert(&entry, None).unwrap();
+            }
+            prop_assert_eq!(&hinted, &plain);
+            let (mut h, mut p) = (
+                NodeMut::open(hinted.as_mut_slice()).unwrap(),
+                NodeMut::open(plain.as_mut_slice()).unwrap(),
+            );
+            h.remove(&keys[0], Some(near)).unwrap();
+            p.remove(&keys[0], None).unwrap();
+            prop_assert_eq!(&hinted, &plain);
+        }
+    }
 
     /// What `hint_lower_bound` must return: the partition point of `hint_at(i) < hint`.
     fn want(hints: &[u32], hint: u32) -> usize {

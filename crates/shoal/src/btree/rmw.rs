@@ -123,7 +123,7 @@ impl BTree {
             n.entry(i)?
         };
         let root = self.root();
-        txn.log(&mut x, wal::redo_replace(&entry), || {
+        txn.log(&mut x, wal::redo_replace(&entry), i, || {
             wal::undo_replace(root, &old)
         })?;
         Ok(true)

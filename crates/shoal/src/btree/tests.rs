@@ -287,7 +287,7 @@ fn verify_reports_a_damaged_node() {
         let mut page = g.page_mut();
         super::node::NodeMut::open(&mut page)
             .unwrap()
-            .remove(&k)
+            .remove(&k, None)
             .unwrap();
         // Put it back first regardless of order: use the slotted layer directly.
         let mut s = crate::page::slotted::SlottedMut::open(&mut page).unwrap();

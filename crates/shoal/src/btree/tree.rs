@@ -25,12 +25,15 @@ pub(crate) enum Attempt<T> {
 pub(crate) trait Logger {
     /// The transaction manager (for the system transactions of structure changes).
     fn manager(&self) -> &TxnManager;
-    /// Makes and logs the change `redo` to the X-latched `page`; `undo` builds the undo
+    /// Makes and logs the change `redo` to the X-latched `page`; `near` is the number of
+    /// the entry it changes, or of the slot a new entry goes to (a hint that spares the
+    /// apply a search, [`crate::txn::ResourceManager::redo_near`]); `undo` builds the undo
     /// payload when one is needed.
     fn log(
         &mut self,
         page: &mut ExclusiveGuard<'_>,
         redo: Vec<u8>,
+        near: usize,
         undo: impl FnOnce() -> Vec<u8>,
     ) -> Result<Lsn>;
     /// Asks for the next-key lock of a change under the leaf latch (`locking` module doc).
@@ -57,9 +60,10 @@ impl Logger for Transaction<'_> {
         &mut self,
         page: &mut ExclusiveGuard<'_>,
         redo: Vec<u8>,
+        near: usize,
         undo: impl FnOnce() -> Vec<u8>,
     ) -> Result<Lsn> {
-        self.change(page, redo, undo())
+        self.change_near(page, redo, undo(), Some(near))
     }
     fn next_key_lock(
         &mut self,
@@ -82,6 +86,7 @@ impl Logger for UndoContext<'_> {
         &mut self,
         page: &mut ExclusiveGuard<'_>,
         redo: Vec<u8>,
+        _near: usize,
         _undo: impl FnOnce() -> Vec<u8>,
     ) -> Result<Lsn> {
         self.compensate_on(page, redo)
@@ -560,13 +565,13 @@ impl BTree {
             let root = self.root;
             return match old {
                 None => {
-                    log.log(&mut x, wal::redo_insert(&entry), || {
+                    log.log(&mut x, wal::redo_insert(&entry), pos, || {
                         wal::undo_insert(root, key)
                     })?;
                     Ok(None)
                 }
                 Some(old) => {
-                    log.log(&mut x, wal::redo_replace(&entry), || {
+                    log.log(&mut x, wal::redo_replace(&entry), pos, || {
                         wal::undo_replace(root, &old)
                     })?;
                     let k = node::entry_key(x.page_id(), &old)?.len();
@@ -598,7 +603,7 @@ impl BTree {
                 }
             }
             let root = self.root;
-            log.log(&mut x, wal::redo_remove(key), || {
+            log.log(&mut x, wal::redo_remove(key), pos, || {
                 wal::undo_remove(root, &old)
             })?;
             let k = node::entry_key(x.page_id(), &old)?.len();

@@ -126,6 +126,19 @@ impl ResourceManager for BTreeRm {
         payload: &[u8],
         page: &mut AtomicBytesMut<'_>,
     ) -> Result<()> {
+        self.redo_near(lsn, page_id, payload, page, None)
+    }
+
+    /// Inserts, replacements and removals start at entry `near` (checked with one or two key
+    /// comparisons, `Node::search_near`) instead of searching the leaf again.
+    fn redo_near(
+        &self,
+        lsn: Lsn,
+        page_id: PageId,
+        payload: &[u8],
+        page: &mut AtomicBytesMut<'_>,
+        near: Option<usize>,
+    ) -> Result<()> {
         let (&op, body) = payload
             .get(1..)
             .and_then(|b| b.split_first())
@@ -139,9 +152,9 @@ impl ResourceManager for BTreeRm {
                 }
                 image.write_to(page, page_id)
             }
-            OP_INSERT => NodeMut::open(page)?.insert(body),
-            OP_REPLACE => NodeMut::open(page)?.replace(body),
-            OP_REMOVE => NodeMut::open(page)?.remove(body),
+            OP_INSERT => NodeMut::open(page)?.insert(body, near),
+            OP_REPLACE => NodeMut::open(page)?.replace(body, near),
+            OP_REMOVE => NodeMut::open(page)?.remove(body, near),
             OP_TRUNCATE => {
                 let bad = || Error::log_corruption(lsn, "bad B-tree truncate payload");
                 if body.len() < 13 {

@@ -70,7 +70,7 @@ pub(crate) fn redo(txns: &TxnManager, a: &Analysis) -> Result<RedoCounts> {
             page.set_image_lsn(image);
         }
         txns.resources()
-            .redo(lsn, pid, &rec.redo, &mut page.page_mut())
+            .redo(lsn, pid, &rec.redo, &mut page.page_mut(), None)
             .map_err(|e| match e {
                 Error::Corruption { page_id, reason } => Error::Corruption {
                     page_id,

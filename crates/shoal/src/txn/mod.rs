@@ -304,20 +304,31 @@ impl TxnManager {
     }
 
     /// Makes one WAL-logged change to the X-latched `page` (rules 1–3): logs an image if the
-    /// page is clean, applies `rec.redo`, appends `rec`, sets the page LSN. Returns the
+    /// page is clean, applies `rec.redo` (with the place hint `near`,
+    /// [`ResourceManager::redo_near`]), appends `rec`, sets the page LSN. Returns the
     /// record's LSN.
     ///
     /// # Errors
     /// The log's errors ([`Error::LogFailed`], [`Error::InvalidArgument`] for an oversized
     /// record) with the page unchanged; the resource manager's check errors with the page
     /// unchanged.
-    pub(crate) fn log_change(&self, page: &mut ExclusiveGuard<'_>, rec: &LogRecord) -> Result<Lsn> {
+    pub(crate) fn log_change(
+        &self,
+        page: &mut ExclusiveGuard<'_>,
+        rec: &LogRecord,
+        near: Option<usize>,
+    ) -> Result<Lsn> {
         debug_assert_eq!(page.page_id(), rec.page_id);
         self.log.check_append(rec)?;
         self.ensure_image(page)?;
         let pid = page.page_id();
-        self.resources
-            .redo(self.log.end_lsn(), pid, &rec.redo, &mut page.page_mut())?;
+        self.resources.redo(
+            self.log.end_lsn(),
+            pid,
+            &rec.redo,
+            &mut page.page_mut(),
+            near,
+        )?;
         match self.log.append(rec) {
             Ok(lsn) => {
                 page.set_page_lsn(lsn);
@@ -466,7 +477,7 @@ impl UndoContext<'_> {
             redo,
             undo: Vec::new(),
         };
-        let lsn = self.mgr.log_change(page, &rec)?;
+        let lsn = self.mgr.log_change(page, &rec, None)?;
         self.entry.set_last(lsn);
         Ok(lsn)
     }
@@ -658,6 +669,22 @@ impl<'m> Transaction<'m> {
         redo: Vec<u8>,
         undo: Vec<u8>,
     ) -> Result<Lsn> {
+        self.change_near(page, redo, undo, None)
+    }
+
+    /// [`Transaction::change`] with a hint of where on the page the change goes (`near`, as
+    /// [`ResourceManager::redo_near`] takes it), so that applying it need not search the
+    /// page again.
+    ///
+    /// # Errors
+    /// As [`Transaction::change`].
+    pub fn change_near(
+        &mut self,
+        page: &mut ExclusiveGuard<'_>,
+        redo: Vec<u8>,
+        undo: Vec<u8>,
+        near: Option<usize>,
+    ) -> Result<Lsn> {
         if self.finished {
             return Err(Error::invalid("txn", "the transaction has ended"));
         }
@@ -681,7 +708,7 @@ impl<'m> Transaction<'m> {
             redo,
             undo,
         };
-        let lsn = mgr.log_change(page, &rec)?;
+        let lsn = mgr.log_change(page, &rec, near)?;
         entry.set_last(lsn);
         Ok(lsn)
     }

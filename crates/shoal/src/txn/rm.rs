@@ -39,6 +39,27 @@ pub trait ResourceManager: Send + Sync {
         page: &mut AtomicBytesMut<'_>,
     ) -> Result<()>;
 
+    /// [`ResourceManager::redo`] for a change being made for the first time (transaction rule
+    /// 1), with `near`: where the operation making it found the change's place on the page
+    /// (for a B-tree, the number of the entry it replaces or removes, or of the slot a new
+    /// entry goes to). A hint only: the manager checks it before it uses it and otherwise
+    /// finds the place itself, so a wrong hint costs a search, never a wrong change. Restart
+    /// calls [`ResourceManager::redo`]. The default ignores the hint.
+    ///
+    /// # Errors
+    /// As [`ResourceManager::redo`].
+    fn redo_near(
+        &self,
+        lsn: Lsn,
+        page_id: PageId,
+        payload: &[u8],
+        page: &mut AtomicBytesMut<'_>,
+        near: Option<usize>,
+    ) -> Result<()> {
+        let _ = near;
+        self.redo(lsn, page_id, payload, page)
+    }
+
     /// Undoes the undoable record `rec` of a losing or aborting transaction by making the
     /// compensating change(s) through `ctx`, which logs each as a compensation record.
     /// The default is page-oriented undo: the undo payload is itself the redo payload of the
@@ -88,7 +109,8 @@ impl Resources {
             .ok_or_else(|| Error::log_corruption(lsn, format!("no resource manager with id {id}")))
     }
 
-    /// Applies a redo payload to a page through its manager ([`ResourceManager::redo`]).
+    /// Applies a redo payload to a page through its manager: [`ResourceManager::redo`], or
+    /// [`ResourceManager::redo_near`] with the hint `near` where there is one.
     ///
     /// # Errors
     /// As [`Resources::for_payload`] and [`ResourceManager::redo`].
@@ -98,9 +120,13 @@ impl Resources {
         page_id: PageId,
         payload: &[u8],
         page: &mut AtomicBytesMut<'_>,
+        near: Option<usize>,
     ) -> Result<()> {
-        self.for_payload(lsn, payload)?
-            .redo(lsn, page_id, payload, page)
+        let rm = self.for_payload(lsn, payload)?;
+        match near {
+            None => rm.redo(lsn, page_id, payload, page),
+            Some(_) => rm.redo_near(lsn, page_id, payload, page, near),
+        }
     }
 }
 
