@@ -7,7 +7,7 @@
 //!  0  level u16   (0 = leaf)          0  low fence   [0] = -inf | [1][key]   (inclusive)
 //!  2  flags u16   (0)                 1  high fence  [0] = +inf | [1][key]   (exclusive)
 //!  4  prefix_len u16                  2.. entries, strictly increasing by key:
-//!  6  reserved u16 (0)                    leaf:  [key_len u16][key][value tag u8][value]
+//!  6  hint_offset u16                     leaf:  [key_len u16][key][value tag u8][value]
 //!  8  right sibling PageId (INVALID)      inner: [key_len u16][key][child PageId u64]
 //! 16  child0 PageId (inner; leaf INVALID)
 //! 24  tree id = the tree's root PageId
@@ -17,15 +17,19 @@
 //! Search keys (Graefe, "Modern B-Tree Techniques", 2011, §3.5 and §4.2; LeanStore's
 //! "heads", Leis et al., ICDE 2018). Every key of a node lies in `[low fence, high fence)`,
 //! so all of them begin with the fences' common prefix, whose length is `prefix_len` (0 if a
-//! fence is infinite). Each entry's slot carries a hint: the four key bytes after the prefix,
-//! big-endian and zero-padded ([`hint_of`]). A search first places the probe against the
-//! prefix (from the special area's prefix head; only a prefix longer than 8 bytes reads the
-//! low fence), then searches the hints, which live in the dense slot array, by
+//! fence is infinite). Each entry's slot carries a hint: the four key bytes from the node's
+//! hint offset on, big-endian and zero-padded ([`hint_of`]). The hint offset is the prefix
+//! length, or further where all entries share more bytes (invariant H: every entry has
+//! entry 0's bytes `[prefix_len, hint_offset)`; [`hint_offset_for`] says when) — so that the
+//! root and the tree's edge nodes, whose prefix is empty, still get hints that differ. A
+//! search first places the probe against the prefix (from the special area's prefix head;
+//! only a prefix longer than 8 bytes reads the low fence) and, past it, against the shared
+//! bytes (from entry 0), then searches the hints, which live in the dense slot array, by
 //! interpolation ([`hint_lower_bound`]), and reads an entry's record only when its hint
 //! equals the probe's. A lookup in a leaf of 8-byte keys thus touches three slots and one
-//! record instead of a record per probe. Hints are
-//! derived data: every change of a node's fences recomputes the prefix and all hints, and
-//! `verify` checks them.
+//! record instead of a record per probe. Hints are derived data: every change of a node's
+//! fences, and every insert that changes the hint offset, recomputes all of them, and
+//! `verify` checks them and invariant H.
 //!
 //! An inner node with entries `(k1, c1) … (kn, cn)` and leftmost child `c0` sends a key `x`
 //! to `c0` if `x < k1`, else to the `ci` of the last `ki <= x`. Every node covers the keys of
@@ -54,6 +58,7 @@ pub(crate) const MAX_LEVEL: u16 = 24;
 const SP_LEVEL: usize = 0;
 const SP_FLAGS: usize = 2;
 const SP_PREFIX_LEN: usize = 4;
+const SP_HINT_OFFSET: usize = 6;
 const SP_RIGHT: usize = 8;
 const SP_CHILD0: usize = 16;
 const SP_TREE: usize = 24;
@@ -62,6 +67,9 @@ const SP_PREFIX_HEAD: usize = 32;
 const PREFIX_HEAD_BYTES: usize = 8;
 /// Bytes of a key that a hint holds.
 const HINT_BYTES: usize = 4;
+/// A node's hints start past its prefix only where all its entries share at least this many
+/// bytes more than the prefix ([`hint_offset_for`]).
+const MIN_HINT_SKIP: usize = 2;
 /// Byte offset of entry 0's slot: the slot array follows the special area.
 const ENTRY_SLOTS_AT: usize = SPECIAL_OFFSET + SPECIAL_BYTES + FIRST_ENTRY * NODE_SLOT_SIZE;
 /// Byte offset of entry 0's hint, the second half of its 8-byte slot.
@@ -101,6 +109,26 @@ pub(crate) fn hint_of(key: &[u8], prefix_len: usize) -> u32 {
     let n = rest.len().min(HINT_BYTES);
     b[..n].copy_from_slice(&rest[..n]);
     u32::from_be_bytes(b)
+}
+
+/// Where the hints of a node with prefix `prefix_len` and `count` entries, the first and
+/// last of which are `first` and `last`, start (module doc, "Search keys", invariant H):
+/// at the entries' common prefix — which for sorted keys is that of the first and the last
+/// — when it is at least [`MIN_HINT_SKIP`] bytes longer than the node's prefix (bytes that
+/// every entry shares would make every hint alike), else at the prefix. The root and the
+/// nodes on a tree's left and right edges, whose prefix is empty because a fence is
+/// infinite, are the ones that need it: the root of a tree of small integers, or of keys
+/// that begin with one warehouse number.
+pub(crate) fn hint_offset_for(prefix_len: usize, first: &[u8], last: &[u8], count: usize) -> usize {
+    if count < 2 {
+        return prefix_len;
+    }
+    let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+    if shared >= prefix_len + MIN_HINT_SKIP {
+        shared
+    } else {
+        prefix_len
+    }
 }
 
 /// Length of the common prefix of two fences; 0 if either is infinite.
@@ -303,6 +331,9 @@ pub(crate) struct Node<'a, P: PageRead + ?Sized> {
     prefix_len: usize,
     /// The prefix's first `min(prefix_len, 8)` bytes, zero-padded.
     prefix_head: [u8; PREFIX_HEAD_BYTES],
+    /// Where the entries' hints start in their keys, `>= prefix_len`: the entries share
+    /// their bytes `[prefix_len, hint_offset)` (invariant H).
+    hint_offset: usize,
 }
 
 impl<'a, P: PageRead + ?Sized> Node<'a, P> {
@@ -340,6 +371,13 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             ));
         }
         let prefix_len = u16::from_le_bytes([sp[SP_PREFIX_LEN], sp[SP_PREFIX_LEN + 1]]) as usize;
+        let hint_offset = u16::from_le_bytes([sp[SP_HINT_OFFSET], sp[SP_HINT_OFFSET + 1]]) as usize;
+        if hint_offset < prefix_len {
+            return Err(Error::corruption(
+                pid,
+                format!("hints start at byte {hint_offset}, inside the {prefix_len}-byte prefix"),
+            ));
+        }
         Ok(Node {
             s,
             level,
@@ -350,6 +388,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             prefix_head: sp[SP_PREFIX_HEAD..SP_PREFIX_HEAD + PREFIX_HEAD_BYTES]
                 .try_into()
                 .expect("8 bytes"),
+            hint_offset,
         })
     }
 
@@ -467,6 +506,45 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         })
     }
 
+    /// Compares `key`'s bytes `[prefix_len, hint_offset)` with those every entry shares
+    /// (invariant H; read from entry 0, so the node must have one): `Less` (`Greater`) if
+    /// `key` sorts before (after) every entry, `Equal` if it has those bytes. A key that
+    /// ends inside them, matching so far, is `Less`. Eight bytes at a time, as big-endian
+    /// words.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if entry 0 is shorter than the hint offset.
+    fn cmp_shared(&self, key: &[u8]) -> Result<Ordering> {
+        let (_, r) = self.ranges(0)?;
+        let (mut at, end) = (self.prefix_len, self.hint_offset);
+        if r.len() < end {
+            return Err(self.corrupt(format!(
+                "entry 0 ({} bytes) is shorter than the hint offset {end}",
+                r.len()
+            )));
+        }
+        let page = self.s.page();
+        while at < end {
+            let n = (end - at).min(8);
+            let k = key.len().saturating_sub(at).min(n);
+            let theirs = page.head_be(r.start + at, n);
+            // The key's k bytes against as many of theirs (both zero-padded).
+            let mine = key.get(at..).map_or(0, |rest| rest.head_be(0, k));
+            let mask = u64::MAX.checked_shl(8 * (8 - k as u32)).unwrap_or(0);
+            match mine.cmp(&(theirs & mask)) {
+                Ordering::Equal if k < n => return Ok(Ordering::Less),
+                Ordering::Equal => at += n,
+                unequal => return Ok(unequal),
+            }
+        }
+        Ok(Ordering::Equal)
+    }
+
+    /// Where the entries' hints start in their keys (invariant H), in bytes.
+    pub(crate) fn hint_offset(&self) -> usize {
+        self.hint_offset
+    }
+
     /// True if `key` begins with the node's prefix (so it may lie inside the fences).
     ///
     /// # Errors
@@ -486,16 +564,22 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             Ordering::Greater => return Ok(Err(count)),
             Ordering::Equal => {}
         }
-        let probe = Probe::new(key, self.prefix_len);
         if count == 0 {
             return Ok(Err(0));
         }
+        if self.hint_offset > self.prefix_len {
+            match self.cmp_shared(key)? {
+                Ordering::Less => return Ok(Err(0)),
+                Ordering::Greater => return Ok(Err(count)),
+                Ordering::Equal => {}
+            }
+        }
+        let probe = Probe::new(key, self.hint_offset);
         // Lower bound on the hints by interpolation (`hint_lower_bound`): the first entry
         // whose hint is not below the probe's. Hints never decrease in key order, so the keys
-        // with the probe's hint form one run from there; usually it is one entry long, but a
-        // node whose keys share more than the prefix (the root, whose prefix is empty, of a
-        // tree of small integers) has long runs, which a binary search over the full keys
-        // then narrows.
+        // with the probe's hint form one run from there; usually it is one entry long, but
+        // keys that share more than four bytes past the hint offset make long runs, which a
+        // binary search over the full keys then narrows.
         let page = self.s.page();
         // In bounds: Node::open checked the special area's length and the 8-byte slot
         // format, and Slotted::open that the slot array of `count + 2` slots ends inside
@@ -536,7 +620,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         let Some(i) = near.filter(|&i| i <= self.entry_count()) else {
             return self.search(key);
         };
-        let probe = Probe::new(key, self.prefix_len);
+        let probe = Probe::new(key, self.hint_offset);
         if i < self.entry_count() {
             match self.cmp_probe(i, &probe)? {
                 Ordering::Equal => return Ok(Ok(i)),
@@ -571,8 +655,24 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 self.prefix_len, self.prefix_head
             )));
         }
+        // Invariant H: every entry has entry 0's bytes [prefix, hint offset).
+        let off = self.hint_offset;
+        let shared = match self.entry_count() {
+            0 => Vec::new(),
+            _ => self
+                .key(0)?
+                .get(p..off)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default(),
+        };
         for i in 0..self.entry_count() {
-            let (want, got) = (hint_of(&self.key(i)?, p), self.s.hint(FIRST_ENTRY + i)?);
+            let key = self.key(i)?;
+            if key.get(p..off) != Some(&shared[..]) {
+                return Ok(Some(format!(
+                    "entry {i} does not share bytes {p}..{off} with entry 0 (hint offset {off})"
+                )));
+            }
+            let (want, got) = (hint_of(&key, off), self.s.hint(FIRST_ENTRY + i)?);
             if want != got {
                 return Ok(Some(format!(
                     "entry {i} has hint {got:#010x}, its key {want:#010x}"
@@ -609,7 +709,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// # Errors
     /// As [`Node::search`].
     pub(crate) fn key_is(&self, i: usize, key: &[u8]) -> Result<bool> {
-        let probe = Probe::new(key, self.prefix_len);
+        let probe = Probe::new(key, self.hint_offset);
         Ok(self.cmp_probe(i, &probe)? == Ordering::Equal)
     }
 
@@ -756,7 +856,17 @@ impl NodeImage {
         sp[SP_FLAGS..SP_FLAGS + 2].copy_from_slice(&0u16.to_le_bytes());
         let prefix_len = common_prefix(&self.low, &self.high);
         let (len, head) = prefix_fields(self.low.as_deref().unwrap_or(&[]), prefix_len);
+        let hint_offset = match (self.entries.first(), self.entries.last()) {
+            (Some(f), Some(l)) => hint_offset_for(
+                prefix_len,
+                entry_key(pid, f)?,
+                entry_key(pid, l)?,
+                self.entries.len(),
+            ),
+            _ => prefix_len,
+        };
         sp[SP_PREFIX_LEN..SP_PREFIX_LEN + 2].copy_from_slice(&len);
+        sp[SP_HINT_OFFSET..SP_HINT_OFFSET + 2].copy_from_slice(&(hint_offset as u16).to_le_bytes());
         sp[SP_PREFIX_HEAD..SP_PREFIX_HEAD + PREFIX_HEAD_BYTES].copy_from_slice(&head);
         sp[SP_RIGHT..SP_RIGHT + 8].copy_from_slice(&self.right.0.to_le_bytes());
         sp[SP_CHILD0..SP_CHILD0 + 8].copy_from_slice(&self.child0.0.to_le_bytes());
@@ -766,7 +876,7 @@ impl NodeImage {
         let hinted = self
             .entries
             .iter()
-            .map(|e| Ok((e, hint_of(entry_key(pid, e)?, prefix_len))));
+            .map(|e| Ok((e, hint_of(entry_key(pid, e)?, hint_offset))));
         let fences = fences.iter().map(|f| Ok((f, 0)));
         for r in fences.chain(hinted) {
             let (rec, hint) = r?;
@@ -892,10 +1002,27 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
             Ok(_) => return Err(Error::corruption(pid, "insert of a key already present")),
             Err(p) => p,
         };
-        let hint = hint_of(key, view.prefix_len());
+        // Invariant H. A key between the first and the last entry shares their common
+        // prefix, so the hint offset stands; a new first or last entry may change it.
+        let (count, prefix_len, old) = (view.entry_count(), view.prefix_len(), view.hint_offset());
+        let offset = if pos == 0 || pos == count {
+            let first = if pos == 0 { key.to_vec() } else { view.key(0)? };
+            let last = if pos == count {
+                key.to_vec()
+            } else {
+                view.key(count - 1)?
+            };
+            hint_offset_for(prefix_len, &first, &last, count + 1)
+        } else {
+            old
+        };
         self.s
-            .insert_hinted(FIRST_ENTRY + pos, rec, hint)?
-            .map_err(|no| Error::corruption(pid, format!("B-tree insert: {no}")))
+            .insert_hinted(FIRST_ENTRY + pos, rec, hint_of(key, offset))?
+            .map_err(|no| Error::corruption(pid, format!("B-tree insert: {no}")))?;
+        if offset != old {
+            self.rehint(offset)?;
+        }
+        Ok(())
     }
 
     /// Replaces the entry with `rec`'s key (looked for first at `near`) by `rec`.
@@ -962,28 +1089,49 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
         self.refresh_prefix()
     }
 
-    /// Recomputes the prefix from the fences and, if it changed, every entry's hint.
+    /// Recomputes the prefix from the fences and the hint offset from the entries, and, if
+    /// either changed, every entry's hint.
     fn refresh_prefix(&mut self) -> Result<()> {
-        let (low, high, old, count) = {
+        let (low, high, old_prefix, old_offset, ends) = {
             let v = self.view()?;
+            let n = v.entry_count();
+            let ends = match n {
+                0 => None,
+                _ => Some((v.key(0)?, v.key(n - 1)?, n)),
+            };
             (
                 v.low_fence()?,
                 v.high_fence()?,
                 v.prefix_len(),
-                v.entry_count(),
+                v.hint_offset(),
+                ends,
             )
         };
         let prefix_len = common_prefix(&low, &high);
-        if prefix_len == old {
+        // The entries kept have a new last one: the hint offset is chosen again.
+        let offset = ends.map_or(prefix_len, |(first, last, n)| {
+            hint_offset_for(prefix_len, &first, &last, n)
+        });
+        if prefix_len == old_prefix && offset == old_offset {
             return Ok(());
         }
-        let (len, head) = prefix_fields(low.as_deref().unwrap_or(&[]), prefix_len);
-        self.s.write_special(SP_PREFIX_LEN, &len)?;
-        self.s.write_special(SP_PREFIX_HEAD, &head)?;
-        for i in 0..count {
+        if prefix_len != old_prefix {
+            let (len, head) = prefix_fields(low.as_deref().unwrap_or(&[]), prefix_len);
+            self.s.write_special(SP_PREFIX_LEN, &len)?;
+            self.s.write_special(SP_PREFIX_HEAD, &head)?;
+        }
+        // No view is opened until the offset is written too (`Node::open` checks it is not
+        // inside the prefix).
+        self.rehint(offset)
+    }
+
+    /// Sets the hint offset to `offset` and recomputes every entry's hint from it.
+    fn rehint(&mut self, offset: usize) -> Result<()> {
+        self.s
+            .write_special(SP_HINT_OFFSET, &(offset as u16).to_le_bytes())?;
+        for i in 0..self.view()?.entry_count() {
             let key = self.view()?.key(i)?;
-            self.s
-                .set_hint(FIRST_ENTRY + i, hint_of(&key, prefix_len))?;
+            self.s.set_hint(FIRST_ENTRY + i, hint_of(&key, offset))?;
         }
         Ok(())
     }
@@ -1079,6 +1227,58 @@ mod tests {
                 prop_assert_eq!(got, want(&hints, h));
             }
         }
+    }
+
+    proptest! {
+        /// Invariant H under inserts at either end and in the middle and removals: keys
+        /// that share a long head (one warehouse number, small integers) move the hint
+        /// offset past the empty prefix of a node with infinite fences; after every change
+        /// `check_search_keys` finds nothing and `search` agrees with the model for present
+        /// keys and for probes that share less of the head, or more.
+        #[test]
+        fn hint_offset_follows_the_entries(
+            head in proptest::collection::vec(0u8..3, 0..10),
+            ops in proptest::collection::vec(
+                (any::<bool>(), proptest::collection::vec(0u8..3, 0..6)), 1..80),
+            probes in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..14), 8),
+        ) {
+            let mut page = leaf(&[], None, None);
+            let mut model = std::collections::BTreeSet::new();
+            for (insert, tail) in ops {
+                let key: Vec<u8> = head.iter().chain(&tail).copied().collect();
+                let mut n = NodeMut::open(page.as_mut_slice()).unwrap();
+                if insert && !model.contains(&key) {
+                    n.insert(&inline_leaf_entry(&key, b"v"), None).unwrap();
+                    model.insert(key);
+                } else if !insert && model.remove(&key) {
+                    n.remove(&key, None).unwrap();
+                }
+                let v = Node::open(page.as_slice()).unwrap();
+                prop_assert_eq!(v.check_search_keys().unwrap(), None);
+                let keys: Vec<&Vec<u8>> = model.iter().collect();
+                for (i, k) in keys.iter().enumerate() {
+                    prop_assert_eq!(v.search(k).unwrap(), Ok(i));
+                }
+                for p in &probes {
+                    prop_assert_eq!(v.search(p).unwrap(), keys.binary_search(&p));
+                }
+            }
+        }
+    }
+
+    /// Keys that all begin with the same 6 bytes put the root's hints past them.
+    #[test]
+    fn shared_head_moves_the_hint_offset() {
+        let keys: Vec<Vec<u8>> = (0u64..100)
+            .map(|i| (1000 + i).to_be_bytes().to_vec())
+            .collect();
+        let page = leaf(&keys, None, None);
+        let n = Node::open(page.as_slice()).unwrap();
+        assert_eq!(n.hint_offset(), 6);
+        assert_eq!(n.check_search_keys().unwrap(), None);
+        assert_eq!(n.search(&1050u64.to_be_bytes()).unwrap(), Ok(50));
+        assert_eq!(n.search(&5u64.to_be_bytes()).unwrap(), Err(0));
+        assert_eq!(n.search(&(1u64 << 40).to_be_bytes()).unwrap(), Err(100));
     }
 
     // The 300 hints below are interpolated and have room for a window on either side.
