@@ -111,30 +111,30 @@ pub(crate) fn hint_of(key: &[u8], prefix_len: usize) -> u32 {
     u32::from_be_bytes(b)
 }
 
-/// Where the hints of a node with prefix `prefix_len` and `count` entries, the first and
-/// last of which are `first` and `last`, start (module doc, "Search keys", invariant H):
-/// at the entries' common prefix — which for sorted keys is that of the first and the last
-/// — when it is at least [`MIN_HINT_SKIP`] bytes longer than the node's prefix (bytes that
-/// every entry shares would make every hint alike), else at the prefix. The root and the
-/// nodes on a tree's left and right edges, whose prefix is empty because a fence is
-/// infinite, are the ones that need it: the root of a tree of small integers, or of keys
-/// that begin with one warehouse number.
-pub(crate) fn hint_offset_for(prefix_len: usize, first: &[u8], last: &[u8], count: usize) -> usize {
-    if count < 2 {
-        return prefix_len;
+/// Where the hints of a node with prefix `prefix_len` start (module doc, "Search keys",
+/// invariant H), given `shared`, the length in bytes of the common prefix of its first and
+/// last entries' keys — which for sorted keys is that of all of them — or `None` if it has
+/// fewer than two entries: at `shared` when that is at least [`MIN_HINT_SKIP`] bytes longer
+/// than the prefix (bytes that every entry shares would make every hint alike), else at the
+/// prefix. The root and the nodes on a tree's left and right edges, whose prefix is empty
+/// because a fence is infinite, are the ones that need it: the root of a tree of small
+/// integers, or of keys that begin with one warehouse number.
+pub(crate) fn hint_offset_for(prefix_len: usize, shared: Option<usize>) -> usize {
+    match shared {
+        Some(s) if s >= prefix_len + MIN_HINT_SKIP => s,
+        _ => prefix_len,
     }
-    let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
-    if shared >= prefix_len + MIN_HINT_SKIP {
-        shared
-    } else {
-        prefix_len
-    }
+}
+
+/// Length in bytes of the common prefix of `a` and `b`.
+fn common_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// Length of the common prefix of two fences; 0 if either is infinite.
 pub(crate) fn common_prefix(low: &Option<Vec<u8>>, high: &Option<Vec<u8>>) -> usize {
     match (low, high) {
-        (Some(l), Some(h)) => l.iter().zip(h).take_while(|(a, b)| a == b).count(),
+        (Some(l), Some(h)) => common_len(l, h),
         _ => 0,
     }
 }
@@ -545,6 +545,29 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         self.hint_offset
     }
 
+    /// Length in bytes of the common prefix of entry `i`'s key and `key`, compared 8 bytes
+    /// at a time in place (no copy of the entry).
+    ///
+    /// # Errors
+    /// As [`Node::search`].
+    pub(crate) fn common_with(&self, i: usize, key: &[u8]) -> Result<usize> {
+        let (_, r) = self.ranges(i)?;
+        let page = self.s.page();
+        let n = r.len().min(key.len());
+        let mut at = 0;
+        while at < n {
+            let m = (n - at).min(8);
+            // Both heads are zero past `m` bytes, so the first set bit of their difference
+            // lies in the first differing byte.
+            let diff = page.head_be(r.start + at, m) ^ key[at..].head_be(0, m);
+            if diff != 0 {
+                return Ok(at + (diff.leading_zeros() / 8) as usize);
+            }
+            at += m;
+        }
+        Ok(n)
+    }
+
     /// True if `key` begins with the node's prefix (so it may lie inside the fences).
     ///
     /// # Errors
@@ -876,15 +899,11 @@ impl NodeImage {
         sp[SP_FLAGS..SP_FLAGS + 2].copy_from_slice(&0u16.to_le_bytes());
         let prefix_len = common_prefix(&self.low, &self.high);
         let (len, head) = prefix_fields(self.low.as_deref().unwrap_or(&[]), prefix_len);
-        let hint_offset = match (self.entries.first(), self.entries.last()) {
-            (Some(f), Some(l)) => hint_offset_for(
-                prefix_len,
-                entry_key(pid, f)?,
-                entry_key(pid, l)?,
-                self.entries.len(),
-            ),
-            _ => prefix_len,
+        let shared = match self.entries.as_slice() {
+            [first, .., last] => Some(common_len(entry_key(pid, first)?, entry_key(pid, last)?)),
+            _ => None,
         };
+        let hint_offset = hint_offset_for(prefix_len, shared);
         sp[SP_PREFIX_LEN..SP_PREFIX_LEN + 2].copy_from_slice(&len);
         sp[SP_HINT_OFFSET..SP_HINT_OFFSET + 2].copy_from_slice(&(hint_offset as u16).to_le_bytes());
         sp[SP_PREFIX_HEAD..SP_PREFIX_HEAD + PREFIX_HEAD_BYTES].copy_from_slice(&head);
@@ -1025,16 +1044,11 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
         // Invariant H. A key between the first and the last entry shares their common
         // prefix, so the hint offset stands; a new first or last entry may change it.
         let (count, prefix_len, old) = (view.entry_count(), view.prefix_len(), view.hint_offset());
-        let offset = if pos == 0 || pos == count {
-            let first = if pos == 0 { key.to_vec() } else { view.key(0)? };
-            let last = if pos == count {
-                key.to_vec()
-            } else {
-                view.key(count - 1)?
-            };
-            hint_offset_for(prefix_len, &first, &last, count + 1)
-        } else {
-            old
+        let offset = match (pos, count) {
+            (_, 0) => hint_offset_for(prefix_len, None),
+            (0, n) => hint_offset_for(prefix_len, Some(view.common_with(n - 1, key)?)),
+            (p, n) if p == n => hint_offset_for(prefix_len, Some(view.common_with(0, key)?)),
+            _ => old,
         };
         self.s
             .insert_hinted(FIRST_ENTRY + pos, rec, hint_of(key, offset))?
@@ -1112,26 +1126,24 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
     /// Recomputes the prefix from the fences and the hint offset from the entries, and, if
     /// either changed, every entry's hint.
     fn refresh_prefix(&mut self) -> Result<()> {
-        let (low, high, old_prefix, old_offset, ends) = {
+        let (low, high, old_prefix, old_offset, shared) = {
             let v = self.view()?;
             let n = v.entry_count();
-            let ends = match n {
-                0 => None,
-                _ => Some((v.key(0)?, v.key(n - 1)?, n)),
+            let shared = match n {
+                0 | 1 => None,
+                _ => Some(v.common_with(n - 1, &v.key(0)?)?),
             };
             (
                 v.low_fence()?,
                 v.high_fence()?,
                 v.prefix_len(),
                 v.hint_offset(),
-                ends,
+                shared,
             )
         };
         let prefix_len = common_prefix(&low, &high);
         // The entries kept have a new last one: the hint offset is chosen again.
-        let offset = ends.map_or(prefix_len, |(first, last, n)| {
-            hint_offset_for(prefix_len, &first, &last, n)
-        });
+        let offset = hint_offset_for(prefix_len, shared);
         if prefix_len == old_prefix && offset == old_offset {
             return Ok(());
         }
@@ -1160,7 +1172,7 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
 #[cfg(test)]
 mod tests {
     use super::{
-        hint_lower_bound, inline_leaf_entry, lower_bound, Node, NodeImage, NodeMut,
+        common_len, hint_lower_bound, inline_leaf_entry, lower_bound, Node, NodeImage, NodeMut,
         INTERPOLATION_MIN_ENTRIES, INTERPOLATION_WINDOW,
     };
     use crate::types::PageId;
@@ -1207,8 +1219,9 @@ mod tests {
             prop_assert_eq!(n.search_near(&probe, Some(near)).unwrap(), want);
             let exact = match want { Ok(i) | Err(i) => i };
             prop_assert_eq!(n.search_near(&probe, Some(exact)).unwrap(), want);
-            for k in &keys {
+            for (i, k) in keys.iter().enumerate() {
                 prop_assert_eq!(n.search_near(k, Some(near)).unwrap(), n.search(k).unwrap());
+                prop_assert_eq!(n.common_with(i, &probe).unwrap(), common_len(k, &probe));
             }
             // Insert (or replace) the probe with the wrong hint and with none: same page. (A
             // key outside the fences never comes to this node.)
