@@ -344,7 +344,17 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// [`Error::Corruption`] if any of these is wrong.
     #[inline]
     pub(crate) fn open(page: &'a P) -> Result<Self> {
-        let s = Slotted::open(page)?;
+        Self::on(Slotted::open(page)?)
+    }
+
+    /// [`Node::open`] on a slotted view already opened (its header checked): the node's own
+    /// checks only.
+    ///
+    /// # Errors
+    /// As [`Node::open`].
+    #[inline]
+    fn on(s: Slotted<'a, P>) -> Result<Self> {
+        let page = s.page();
         let pid = s.page_id();
         if s.special_len() != SPECIAL_BYTES
             || s.slot_count() < FIRST_ENTRY
@@ -1011,16 +1021,17 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
     /// # Errors
     /// As [`Node::open`].
     pub(crate) fn open(page: &'a mut W) -> Result<Self> {
-        Node::open(&*page)?;
-        Ok(NodeMut {
+        let n = NodeMut {
             s: SlottedMut::open(page)?,
-        })
+        };
+        n.view()?;
+        Ok(n)
     }
 
-    /// A read view of the current state.
+    /// A read view of the current state (the slotted header is the one this view keeps up
+    /// to date, so only the node's own fields are read again).
     pub(crate) fn view(&self) -> Result<Node<'_, W>> {
-        let v = self.s.view();
-        Node::open(v.page())
+        Node::on(self.s.view())
     }
 
     fn page_id(&self) -> PageId {
