@@ -116,7 +116,7 @@ pub fn encode_row(def: &TableDef, values: &[Value]) -> Result<Vec<u8>> {
 }
 
 /// Encodes checked cells, one per column (module rule 7, `docs/format.md` "Row").
-fn encode_cells(def: &TableDef, cells: &[Cell<'_>]) -> Result<Vec<u8>> {
+pub(super) fn encode_cells(def: &TableDef, cells: &[Cell<'_>]) -> Result<Vec<u8>> {
     let layout = def.layout();
     let n = cells.len();
     let var_bytes: usize = cells

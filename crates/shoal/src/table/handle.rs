@@ -107,16 +107,14 @@ impl Table {
     /// ([`Error::Deadlock`], [`Error::LockTimeout`]: roll back and retry); log and
     /// buffer-pool errors.
     pub fn insert(&self, txn: &mut Transaction<'_>, row: &Row) -> Result<()> {
-        let values = self.def.check_row(row)?;
-        let pk = self.def.primary_key_of(&values)?;
-        let bytes = encode_row(&self.def, &values)?;
+        let enc = self.def.insert_encoding(row)?;
+        let pk = &enc.primary_key;
         statement(txn, |txn| {
             self.primary
-                .insert(txn, &pk, &bytes)
+                .insert(txn, pk, &enc.row)
                 .map_err(|e| self.name_duplicate(None, e))?;
-            for (i, tree) in self.indexes.iter().enumerate() {
-                let key = self.def.index_key_of(i, &values)?;
-                tree.insert(txn, &key, &pk)
+            for ((i, tree), key) in self.indexes.iter().enumerate().zip(&enc.index_keys) {
+                tree.insert(txn, key, pk)
                     .map_err(|e| self.name_duplicate(Some(i), e))?;
             }
             Ok(())

@@ -4,7 +4,8 @@
 use crate::btree::key::{encode_value, Decoder, Direction, KeyType, KeyValue};
 use crate::error::{Error, Result};
 
-use super::check::check;
+use super::check::{check, Cell};
+use super::row::Row;
 use super::schema::{Column, TableDef};
 use super::types::{ColumnType, Decimal};
 use super::value::Value;
@@ -115,7 +116,57 @@ pub fn decode_key(def: &TableDef, columns: &[usize], key: &[u8]) -> Result<Vec<V
     Ok(values)
 }
 
+/// What an insert stores for one row: its primary key, its encoded bytes, and its key in each
+/// secondary index (in index order).
+pub(super) struct InsertEncoding {
+    pub(super) primary_key: Vec<u8>,
+    pub(super) row: Vec<u8>,
+    pub(super) index_keys: Vec<Vec<u8>>,
+}
+
 impl TableDef {
+    /// For an insert: checks `row` (as [`TableDef::check_row`]) and encodes its primary key,
+    /// its bytes (as `encode_row`) and its index keys (as [`TableDef::index_key_of`]) from
+    /// the checked cells, each value checked once and none copied into a checked row first.
+    ///
+    /// # Errors
+    /// As [`TableDef::check_row`] and `encode_row`.
+    pub(super) fn insert_encoding(&self, row: &Row) -> Result<InsertEncoding> {
+        let mut slots: Vec<Option<&Value>> = vec![None; self.columns().len()];
+        self.assign(row, &mut slots)?;
+        let cells = self
+            .columns()
+            .iter()
+            .zip(&slots)
+            .map(|(c, v)| check(self.name(), c, v.unwrap_or(&Value::Null)))
+            .collect::<Result<Vec<Cell<'_>>>>()?;
+        let key_of = |columns: &[usize]| {
+            let mut out = Vec::with_capacity(16 * columns.len());
+            for &c in columns {
+                let key = cells[c].to_key(self.columns()[c].ty);
+                encode_value(&mut out, &key, Direction::Asc);
+            }
+            out
+        };
+        let primary_key = key_of(self.primary_key());
+        let index_keys = (0..self.indexes().len())
+            .map(|i| {
+                let own = self.index_columns(i);
+                let mut key = key_of(own);
+                if !self.indexes()[i].unique || own.iter().any(|&c| matches!(cells[c], Cell::Null))
+                {
+                    key.extend_from_slice(&primary_key);
+                }
+                key
+            })
+            .collect();
+        Ok(InsertEncoding {
+            row: super::codec::encode_cells(self, &cells)?,
+            primary_key,
+            index_keys,
+        })
+    }
+
     /// The primary key of a row (all its values, in column order).
     ///
     /// # Errors

@@ -227,6 +227,33 @@ proptest! {
         prop_assert_eq!(&def.check_row(&Row::from_values(norm.clone())).map_err(fail)?, &norm);
     }
 
+    /// An insert's one-pass encoding (each value checked once) is the checked row's primary
+    /// key, bytes and index keys, unique and not, for any row — or the same error.
+    #[test]
+    fn insert_encoding_matches_the_checked_row((def, a, _b, cols) in def_and_two_rows()) {
+        let names: Vec<String> = cols.iter().map(|&c| format!("c{c}")).collect();
+        let def = def
+            .with_index(IndexDef::new("u", names.clone()).unique())
+            .and_then(|d| d.with_index(IndexDef::new("n", names)))
+            .map_err(fail)?;
+        let row = Row::from_values(a);
+        let old = def.check_row(&row).and_then(|norm| {
+            let pk = def.primary_key_of(&norm)?;
+            let bytes = encode_row(&def, &norm)?;
+            let ix = (0..2).map(|i| def.index_key_of(i, &norm)).collect::<crate::error::Result<Vec<_>>>()?;
+            Ok((pk, bytes, ix))
+        });
+        match (old, def.insert_encoding(&row)) {
+            (Ok((pk, bytes, ix)), Ok(enc)) => {
+                prop_assert_eq!(enc.primary_key, pk);
+                prop_assert_eq!(enc.row, bytes);
+                prop_assert_eq!(enc.index_keys, ix);
+            }
+            (Err(e), Err(f)) => prop_assert_eq!(e.to_string(), f.to_string()),
+            (o, n) => prop_assert!(false, "old {:?}, one pass {:?}", o.is_ok(), n.is_ok()),
+        }
+    }
+
     /// Key order is SQL order, and keys decode to the values' key forms.
     #[test]
     fn key_order_is_sql_order((def, a, b, cols) in def_and_two_rows()) {
