@@ -67,7 +67,7 @@ pub fn encode_key(def: &TableDef, columns: &[usize], row: &[Value]) -> Result<Ve
             ),
         ));
     }
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(FIXED_FIELD_BYTES * columns.len());
     for &c in columns {
         let v = row.get(c).unwrap_or(&Value::Null);
         encode_value(&mut out, &key_value(def, c, v)?, Direction::Asc);
@@ -94,7 +94,7 @@ pub fn encode_key_prefix(def: &TableDef, columns: &[usize], values: &[Value]) ->
             ),
         ));
     }
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(FIXED_FIELD_BYTES * values.len());
     for (&c, v) in columns.iter().zip(values) {
         encode_value(&mut out, &key_value(def, c, v)?, Direction::Asc);
     }
@@ -115,6 +115,10 @@ pub fn decode_key(def: &TableDef, columns: &[usize], key: &[u8]) -> Result<Vec<V
     d.finish().map_err(|e| as_corrupt(e, &what))?;
     Ok(values)
 }
+
+/// Bytes of the longest fixed-width key field (a tag and 8 value bytes): keys are allocated
+/// for this many per column, so a key of fixed-width columns is built in one allocation.
+const FIXED_FIELD_BYTES: usize = 9;
 
 /// What an insert stores for one row: its primary key, its encoded bytes, and its key in each
 /// secondary index (in index order).
@@ -141,7 +145,7 @@ impl TableDef {
             .map(|(c, v)| check(self.name(), c, v.unwrap_or(&Value::Null)))
             .collect::<Result<Vec<Cell<'_>>>>()?;
         let key_of = |columns: &[usize]| {
-            let mut out = Vec::with_capacity(16 * columns.len());
+            let mut out = Vec::with_capacity(FIXED_FIELD_BYTES * columns.len());
             for &c in columns {
                 let key = cells[c].to_key(self.columns()[c].ty);
                 encode_value(&mut out, &key, Direction::Asc);
