@@ -119,7 +119,7 @@ pub(crate) fn hint_of(key: &[u8], prefix_len: usize) -> u32 {
 /// prefix. The root and the nodes on a tree's left and right edges, whose prefix is empty
 /// because a fence is infinite, are the ones that need it: the root of a tree of small
 /// integers, or of keys that begin with one warehouse number.
-pub(crate) fn hint_offset_for(prefix_len: usize, shared: Option<usize>) -> usize {
+fn hint_offset_for(prefix_len: usize, shared: Option<usize>) -> usize {
     match shared {
         Some(s) if s >= prefix_len + MIN_HINT_SKIP => s,
         _ => prefix_len,
@@ -463,22 +463,39 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         if r.len() <= 8 || p.key.len() <= 8 {
             return Ok(r.len().cmp(&p.key.len()));
         }
-        let (rest, key) = (r.start + 8..r.end, &p.key[8..]);
-        let common = rest.len().min(key.len());
-        let mut done = 0;
-        while done < common {
-            // Equal-length big-endian words compare as their bytes do.
-            let n = (common - done).min(8);
-            let (a, b) = (
-                page.head_be(rest.start + done, n),
-                key[done..].head_be(0, n),
-            );
-            if a != b {
-                return Ok(a.cmp(&b));
+        Ok(self.cmp_from(&r, p.key, 8, usize::MAX))
+    }
+
+    /// Length of the common prefix of the key at page bytes `r` and `key`, at most `end`,
+    /// counting bytes `[0, from)` as equal (the caller knows they are; `from` is at most
+    /// both lengths): compared in place, 8 bytes at a time as big-endian words.
+    fn common_from(&self, r: &Range<usize>, key: &[u8], from: usize, end: usize) -> usize {
+        let page = self.s.page();
+        let n = r.len().min(key.len()).min(end);
+        let mut at = from;
+        while at < n {
+            let m = (n - at).min(8);
+            // Both heads are zero past `m` bytes, so the first set bit of their difference
+            // lies in the first differing byte.
+            let diff = page.head_be(r.start + at, m) ^ key[at..].head_be(0, m);
+            if diff != 0 {
+                return at + (diff.leading_zeros() / 8) as usize;
             }
-            done += n;
+            at += m;
         }
-        Ok(rest.len().cmp(&key.len()))
+        at
+    }
+
+    /// Compares the key at page bytes `r` with `key`, both cut at `end` bytes, as `[u8]`
+    /// does; bytes `[0, from)` count as equal ([`Node::common_from`]).
+    fn cmp_from(&self, r: &Range<usize>, key: &[u8], from: usize, end: usize) -> Ordering {
+        let (a, b) = (r.len().min(end), key.len().min(end));
+        let c = self.common_from(r, key, from, end);
+        if c < a && c < b {
+            self.s.page().u8_at(r.start + c).cmp(&key[c])
+        } else {
+            a.cmp(&b)
+        }
     }
 
     /// Compares `key` with the node's prefix: `Less` (or `Greater`) if `key` sorts before
@@ -519,63 +536,37 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// Compares `key`'s bytes `[prefix_len, hint_offset)` with those every entry shares
     /// (invariant H; read from entry 0, so the node must have one): `Less` (`Greater`) if
     /// `key` sorts before (after) every entry, `Equal` if it has those bytes. A key that
-    /// ends inside them, matching so far, is `Less`. Eight bytes at a time, as big-endian
-    /// words.
+    /// ends inside them, matching so far, is `Less`.
     ///
     /// # Errors
     /// [`Error::Corruption`] if entry 0 is shorter than the hint offset.
     fn cmp_shared(&self, key: &[u8]) -> Result<Ordering> {
         let (_, r) = self.ranges(0)?;
-        let (mut at, end) = (self.prefix_len, self.hint_offset);
+        let end = self.hint_offset;
         if r.len() < end {
             return Err(self.corrupt(format!(
                 "entry 0 ({} bytes) is shorter than the hint offset {end}",
                 r.len()
             )));
         }
-        let page = self.s.page();
-        while at < end {
-            let n = (end - at).min(8);
-            let k = key.len().saturating_sub(at).min(n);
-            let theirs = page.head_be(r.start + at, n);
-            // The key's k bytes against as many of theirs (both zero-padded).
-            let mine = key.get(at..).map_or(0, |rest| rest.head_be(0, k));
-            let mask = u64::MAX.checked_shl(8 * (8 - k as u32)).unwrap_or(0);
-            match mine.cmp(&(theirs & mask)) {
-                Ordering::Equal if k < n => return Ok(Ordering::Less),
-                Ordering::Equal => at += n,
-                unequal => return Ok(unequal),
-            }
-        }
-        Ok(Ordering::Equal)
+        // The caller placed `key` against the prefix, so it is at least that long.
+        let from = self.prefix_len.min(key.len());
+        Ok(self.cmp_from(&r, key, from, end).reverse())
     }
 
     /// Where the entries' hints start in their keys (invariant H), in bytes.
-    pub(crate) fn hint_offset(&self) -> usize {
+    fn hint_offset(&self) -> usize {
         self.hint_offset
     }
 
-    /// Length in bytes of the common prefix of entry `i`'s key and `key`, compared 8 bytes
-    /// at a time in place (no copy of the entry).
+    /// Length in bytes of the common prefix of entry `i`'s key and `key`, compared in place
+    /// (no copy of the entry).
     ///
     /// # Errors
     /// As [`Node::search`].
-    pub(crate) fn common_with(&self, i: usize, key: &[u8]) -> Result<usize> {
+    fn common_with(&self, i: usize, key: &[u8]) -> Result<usize> {
         let (_, r) = self.ranges(i)?;
-        let page = self.s.page();
-        let n = r.len().min(key.len());
-        let mut at = 0;
-        while at < n {
-            let m = (n - at).min(8);
-            // Both heads are zero past `m` bytes, so the first set bit of their difference
-            // lies in the first differing byte.
-            let diff = page.head_be(r.start + at, m) ^ key[at..].head_be(0, m);
-            if diff != 0 {
-                return Ok(at + (diff.leading_zeros() / 8) as usize);
-            }
-            at += m;
-        }
-        Ok(n)
+        Ok(self.common_from(&r, key, 0, usize::MAX))
     }
 
     /// True if `key` begins with the node's prefix (so it may lie inside the fences).

@@ -157,8 +157,7 @@ impl TableDef {
             .map(|i| {
                 let own = self.index_columns(i);
                 let mut key = key_of(own);
-                if !self.indexes()[i].unique || own.iter().any(|&c| matches!(cells[c], Cell::Null))
-                {
+                if self.index_key_has_pk(i, |c| matches!(cells[c], Cell::Null)) {
                     key.extend_from_slice(&primary_key);
                 }
                 key
@@ -186,13 +185,19 @@ impl TableDef {
     /// [`Error::InvalidArgument`] (`index`) for a bad index position; otherwise as
     /// [`encode_key`].
     pub fn index_key_of(&self, index: usize, row: &[Value]) -> Result<Vec<u8>> {
-        let ix = self.index_at(index)?;
-        let own = self.index_columns(index);
-        let mut key = encode_key(self, own, row)?;
-        if !ix.unique || own.iter().any(|&c| row[c].is_null()) {
+        self.index_at(index)?;
+        let mut key = encode_key(self, self.index_columns(index), row)?;
+        if self.index_key_has_pk(index, |c| row[c].is_null()) {
             key.extend(self.primary_key_of(row)?);
         }
         Ok(key)
+    }
+
+    /// Module rule 6: whether a row's key in index `index` (a valid position) ends with its
+    /// primary key — when the index is not unique, or one of its columns (`is_null` of a
+    /// column position) is NULL.
+    fn index_key_has_pk(&self, index: usize, is_null: impl Fn(usize) -> bool) -> bool {
+        !self.indexes()[index].unique || self.index_columns(index).iter().any(|&c| is_null(c))
     }
 
     /// Decodes a key of secondary index `index`: the index columns' values, and the

@@ -109,8 +109,8 @@ impl Resources {
             .ok_or_else(|| Error::log_corruption(lsn, format!("no resource manager with id {id}")))
     }
 
-    /// Applies a redo payload to a page through its manager: [`ResourceManager::redo`], or
-    /// [`ResourceManager::redo_near`] with the hint `near` where there is one.
+    /// Applies a redo payload to a page through its manager
+    /// ([`ResourceManager::redo_near`], which without a hint is [`ResourceManager::redo`]).
     ///
     /// # Errors
     /// As [`Resources::for_payload`] and [`ResourceManager::redo`].
@@ -122,11 +122,8 @@ impl Resources {
         page: &mut AtomicBytesMut<'_>,
         near: Option<usize>,
     ) -> Result<()> {
-        let rm = self.for_payload(lsn, payload)?;
-        match near {
-            None => rm.redo(lsn, page_id, payload, page),
-            Some(_) => rm.redo_near(lsn, page_id, payload, page, near),
-        }
+        self.for_payload(lsn, payload)?
+            .redo_near(lsn, page_id, payload, page, near)
     }
 }
 
