@@ -174,6 +174,7 @@ impl MicroBench for Insert {
                     tables.push(db.db().create_table(&mut tx, def)?);
                 }
                 tx.commit()?;
+                db.settle();
                 Ok(InsertState::Shoal {
                     db,
                     tables,

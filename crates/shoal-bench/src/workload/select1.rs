@@ -115,6 +115,7 @@ impl Select1 {
             a = end;
         }
         progress.finish();
+        db.settle();
         Ok(Select1State::Shoal { db, table, rows })
     }
 

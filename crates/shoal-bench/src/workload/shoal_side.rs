@@ -50,6 +50,14 @@ impl ShoalDb {
         })
     }
 
+    /// Waits for the engine's one-time background work of open to finish (the buffer
+    /// pool's prefault: `BufferPool::wait_prefaulted`), so that it does not take a processor
+    /// from the workers of the first measured point. Called at the end of a workload's
+    /// setup, after the load, which it may overlap.
+    pub fn settle(&self) {
+        self.db().engine().pool().wait_prefaulted();
+    }
+
     /// The database.
     pub fn db(&self) -> &Database {
         self.db.as_deref().expect("the database is open until drop")

@@ -221,6 +221,7 @@ impl Tpcb {
             a = end;
         }
         progress.finish();
+        db.settle();
         Ok(TpcbState::Shoal {
             db,
             t: Box::new(ShoalTables {

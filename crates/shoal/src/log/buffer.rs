@@ -27,6 +27,13 @@
 //!    thread or a leader commit — advances `completed` (by following slots from it,
 //!    Acquire) and `released` (after the bytes are on disk), so both are single-writer; anyone may
 //!    [`LogBuffer::peek_completed`].
+//! 6. **Readers of the ring.** [`LogBuffer::copy_record`] copies a complete record that is
+//!    not yet released while holding `readers` shared; [`LogBuffer::release`] advances
+//!    `released` holding it exclusive. So while a reader holds it `released` stands still,
+//!    and by invariant 2 no inserter overwrites ring bytes at or above it: a record that
+//!    starts at or above `released` stays intact for the whole copy. (A rollback reads its
+//!    transaction's recent records here rather than forcing the log to disk to read them
+//!    back.)
 //! 5. **Block alignment.** The ring is allocated 4 KiB aligned ([`IO_ALIGN`]) and its
 //!    capacity is a power of two of at least 64 KiB, so every 4 KiB block of the log address
 //!    space is one 4 KiB-aligned block of the ring, and a range between two block boundaries
@@ -72,6 +79,9 @@ pub struct LogBuffer {
     completed: CachePadded<AtomicU64>,
     /// Everything below is on disk; ring bytes of LSNs below may be reused.
     released: CachePadded<AtomicU64>,
+    /// Held shared by [`LogBuffer::copy_record`], exclusive by [`LogBuffer::release`]
+    /// (invariant 6).
+    readers: parking_lot::RwLock<()>,
 }
 
 // `LogBuffer` is `Send + Sync` through its fields. Sharing it is sound because ring bytes are
@@ -128,6 +138,7 @@ impl LogBuffer {
             reserved: CachePadded::new(AtomicU64::new(start)),
             completed: CachePadded::new(AtomicU64::new(start)),
             released: CachePadded::new(AtomicU64::new(start - head.len() as u64)),
+            readers: parking_lot::RwLock::new(()),
         };
         buffer.copy_in(start - head.len() as u64, head);
         Ok(buffer)
@@ -258,18 +269,69 @@ impl LogBuffer {
         Ok(())
     }
 
-    /// Flusher only: everything below `to` is on disk; its ring bytes may be reused.
+    /// Flusher only: everything below `to` is on disk; its ring bytes may be reused. Waits
+    /// for readers copying from the ring (invariant 6).
     pub fn release(&self, to: u64) {
         debug_assert!(to <= self.completed.load(Relaxed) && to >= self.released.load(Relaxed));
+        let _no_readers = self.readers.write();
         self.released.store(to, Release);
+    }
+
+    /// The bytes of the complete record that starts at LSN `lsn`, copied out of the ring, or
+    /// `None` if the ring cannot answer: the record is released (on disk: read it from the
+    /// files), not complete, or `lsn` starts no record of this lap. The bytes are what the
+    /// inserter wrote for the reservation whose completion slot `lsn` names; if `lsn` is not
+    /// a record's start they are not a record, which decoding them finds (invariant 6).
+    pub fn copy_record(&self, lsn: u64) -> Option<Vec<u8>> {
+        let _reader = self.readers.read();
+        if lsn < self.released.load(Acquire) {
+            return None;
+        }
+        // Invariant 3: a slot holding a value above `lsn` holds the end of the complete
+        // record that starts in that slot; Acquire pairs with the inserter's Release, so its
+        // bytes are visible.
+        let end = self.slots[((lsn / SLOT_BYTES) & self.slot_mask) as usize].load(Acquire);
+        if end <= lsn || end - lsn > self.capacity() / 4 {
+            return None;
+        }
+        #[cfg(test)]
+        tests::pause_in_copy();
+        let (len, cap) = ((end - lsn) as usize, self.capacity() as usize);
+        let at = (lsn & self.mask) as usize;
+        let first = len.min(cap - at);
+        let mut out = vec![0u8; len];
+        // SAFETY: `at + first <= cap` and `len - first < cap`, so both copies stay inside the
+        // ring. The bytes [lsn, end) belong to a complete record (the slot's Acquire) and
+        // are not overwritten while `readers` is held: `released <= lsn` cannot advance
+        // (invariant 6), and an inserter overwrites the ring bytes of an LSN x only once
+        // `released > x` (invariant 2).
+        unsafe {
+            let base = self.ring.as_raw_ptr();
+            std::ptr::copy_nonoverlapping(base.add(at), out.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(base, out.as_mut_ptr().add(first), len - first);
+        }
+        Some(out)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+
+    thread_local! {
+        /// Whether `copy_record` yields the processor between its checks and its copy on
+        /// this thread (widening the window a missing reader guard would leave open).
+        static PAUSE_IN_COPY: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub(super) fn pause_in_copy() {
+        if PAUSE_IN_COPY.with(Cell::get) {
+            std::thread::yield_now();
+        }
+    }
 
     /// A record of `len` bytes whose bytes all say who wrote it: `[thread, seq, ...]`.
     fn record(len: usize, thread: u8, seq: u32) -> Vec<u8> {
@@ -393,6 +455,96 @@ mod tests {
         })
         .unwrap();
         assert_eq!(slices, 2);
+    }
+
+    /// `copy_record` gives a complete, unreleased record's bytes (also across the wrap), and
+    /// `None` for a reservation not yet written, a released record, or an LSN past the end.
+    #[test]
+    fn copy_record_reads_complete_unreleased_records() {
+        let cap = 64 << 10;
+        let buf = LogBuffer::new(cap, 2 * cap as u64 - 100).unwrap();
+        let a = buf.reserve(200); // wraps: 100 bytes at the ring's end, 100 at its start
+        let b = buf.reserve(64);
+        assert_eq!(buf.copy_record(a.start), None, "reserved, not written");
+        let rec_a = record(200, 1, 7);
+        buf.write(a, &rec_a);
+        assert_eq!(buf.copy_record(a.start).as_deref(), Some(&rec_a[..]));
+        assert_eq!(buf.copy_record(b.start), None, "b is not complete");
+        assert_eq!(buf.copy_record(b.end + 64), None, "past the end");
+        buf.write(b, &record(64, 2, 8));
+        assert_eq!(buf.advance_completed(), b.end);
+        buf.release(a.end);
+        assert_eq!(
+            buf.copy_record(a.start),
+            None,
+            "released: read it from the files"
+        );
+        assert_eq!(buf.copy_record(b.start), Some(record(64, 2, 8)));
+    }
+
+    /// Invariant 6 under load: inserters keep a small ring full while a flusher releases it
+    /// in steps, and each inserter reads back its oldest record that is not yet released —
+    /// the bytes the next lap overwrites first. A copy that the ring answers must be exactly
+    /// what was written; it fails if `release` stops waiting for readers (an inserter of the
+    /// next lap then overwrites the bytes being copied).
+    #[test]
+    fn copied_records_are_never_torn_while_the_ring_laps() {
+        const THREADS: u8 = 3;
+        const PER_THREAD: u32 = 5_000;
+        let buf = Arc::new(LogBuffer::new(64 << 10, 64).unwrap());
+        let done = Arc::new(AtomicBool::new(false));
+        let flusher = {
+            let (buf, done) = (buf.clone(), done.clone());
+            std::thread::spawn(move || loop {
+                let finished = done.load(Acquire);
+                let to = buf.advance_completed();
+                // Release in steps of about a record, so that the inserters waiting for room
+                // write right behind each step.
+                let mut at = buf.released_end();
+                while at < to {
+                    at = (at + 512).min(to);
+                    buf.release(at);
+                }
+                if finished && to == buf.reserved_end() {
+                    return;
+                }
+                std::hint::spin_loop();
+            })
+        };
+        let inserters: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let buf = buf.clone();
+                std::thread::spawn(move || {
+                    PAUSE_IN_COPY.with(|p| p.set(true));
+                    let (mut mine, mut oldest, mut hits) = (Vec::new(), 0, 0u32);
+                    for seq in 0..PER_THREAD {
+                        let len = 56 + ((seq as usize * 5 + t as usize) % 200) * 8;
+                        let r = buf.reserve(len as u64);
+                        while !buf.has_room(r) {
+                            std::hint::spin_loop();
+                        }
+                        buf.write(r, &record(len, t + 1, seq));
+                        mine.push((r.start, len, seq));
+                        let released = buf.released_end();
+                        while mine.get(oldest).is_some_and(|m| m.0 < released) {
+                            oldest += 1;
+                        }
+                        let Some(&(lsn, len, seq)) = mine.get(oldest) else {
+                            continue;
+                        };
+                        if let Some(got) = buf.copy_record(lsn) {
+                            assert_eq!(got, record(len, t + 1, seq), "torn copy at {lsn}");
+                            hits += 1;
+                        }
+                    }
+                    hits
+                })
+            })
+            .collect();
+        let hits: u32 = inserters.into_iter().map(|i| i.join().unwrap()).sum();
+        done.store(true, Release);
+        flusher.join().unwrap();
+        assert!(hits > 0, "the ring answered no read");
     }
 
     #[test]

@@ -116,7 +116,7 @@ use super::anchor::{Anchor, ANCHOR_FILE};
 use super::buffer::LogBuffer;
 use super::options::{Durability, LogOptions};
 use super::reader;
-use super::record::LogRecord;
+use super::record::{Decoded, LogRecord};
 use super::segment::SegmentSet;
 use crate::buffer::WalHook;
 use crate::error::{Error, Result};
@@ -168,7 +168,8 @@ pub struct LogManager {
     options: LogOptions,
     durable: CachePadded<AtomicU64>,
     /// End of what has been written to the segment files (stored only by the holder of
-    /// `flushing`).
+    /// `flushing`, with Release after the write returned, so that a reader that loads it
+    /// with Acquire finds those bytes in the files: `read_record`).
     written: AtomicU64,
     /// The right to write and sync (invariant 13): held by the flusher thread or by a
     /// committer that flushes for itself; it keeps the scratch block of direct writes.
@@ -496,12 +497,38 @@ impl LogManager {
         Lsn(self.durable.load(Acquire))
     }
 
-    /// Reads the record at `lsn` (for undo along a transaction's previous-LSN chain). The log
-    /// is made durable up to it first, since records still in the buffer are not in the files.
+    /// Reads the record at `lsn` (for undo along a transaction's previous-LSN chain, and
+    /// for a page's full image), wherever it is now and without waiting for a sync:
+    /// 1. from the insert buffer's ring while it is not yet written
+    ///    ([`LogBuffer::copy_record`], buffer invariant 6);
+    /// 2. else from the files, if it lies below the written end (written is enough to read
+    ///    it back; synced is not needed). With direct I/O a record can straddle the released
+    ///    end, which stays at a block boundary: its head is no longer in the ring, but all
+    ///    of it is in the files;
+    /// 3. else — `lsn` is not a record's start, or the files disagree — after making the
+    ///    log durable up to `lsn`, from the files, which then give the answer or the typed
+    ///    error.
+    ///
+    /// Before, every read took step 3, so a rollback under `Lazy` durability forced a write
+    /// and a sync of the log: TPC-C's 1 % of New-Order rollbacks took 4.5 % of its time.
     ///
     /// # Errors
-    /// [`Error::LogFailed`]; a corruption error if no valid record starts at `lsn`; I/O errors.
+    /// [`Error::LogFailed`] (step 3); a corruption error if no valid record starts at `lsn`;
+    /// I/O errors.
     pub fn read_record(&self, lsn: Lsn) -> Result<LogRecord> {
+        if let Some(bytes) = self.buffer.copy_record(lsn.0) {
+            if let Decoded::Record(rec, _) = LogRecord::decode(&bytes, lsn) {
+                return Ok(rec);
+            }
+        }
+        let written = self.written.load(Acquire);
+        if lsn.0 < written {
+            if let Ok((rec, len)) = reader::read_record_sized(&self.segments, lsn) {
+                if lsn.0 + len as u64 <= written {
+                    return Ok(rec);
+                }
+            }
+        }
         self.wait_durable(lsn)?;
         reader::read_record(&self.segments, lsn)
     }
@@ -718,7 +745,7 @@ impl LogManager {
                 self.fail(format!("writing the log at {from}..{to}: {e}"));
                 return false;
             }
-            self.written.store(to, Relaxed);
+            self.written.store(to, Release);
             // Rule 10: with direct I/O the partial block at the end stays in the ring.
             self.buffer
                 .release(if direct { align_down(to) } else { to });

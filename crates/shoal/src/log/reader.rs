@@ -221,6 +221,15 @@ impl Iterator for LogReader<'_> {
 /// [`LogRecord::decode`] found); `Error::InvalidArgument` if `lsn` is below the oldest segment;
 /// `Error::Io` from the storage.
 pub fn read_record(segments: &SegmentSet, lsn: Lsn) -> Result<LogRecord> {
+    read_record_sized(segments, lsn).map(|(rec, _)| rec)
+}
+
+/// [`read_record`], with the record's encoded length in bytes (the distance to the next
+/// record).
+///
+/// # Errors
+/// As [`read_record`].
+pub fn read_record_sized(segments: &SegmentSet, lsn: Lsn) -> Result<(LogRecord, usize)> {
     let mut buf = vec![0u8; super::record::RECORD_HEADER_BYTES];
     let n = segments.read_at(lsn, &mut buf)?;
     if let Some(len) = claimed_len(&buf[..n]) {
@@ -231,7 +240,7 @@ pub fn read_record(segments: &SegmentSet, lsn: Lsn) -> Result<LogRecord> {
         buf.truncate(n);
     }
     match LogRecord::decode(&buf, lsn) {
-        Decoded::Record(rec, _) => Ok(rec),
+        Decoded::Record(rec, len) => Ok((rec, len)),
         Decoded::Incomplete => Err(Error::log_corruption(
             lsn,
             "no record: the log files end inside or before it",

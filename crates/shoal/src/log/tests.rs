@@ -747,3 +747,44 @@ fn preallocate_bytes_is_off_or_at_least_64_kib() {
         }
     }
 }
+
+/// A record is read back wherever it is — in the ring, or written and not yet synced —
+/// without forcing the log to disk: with `Lazy` durability and a flush interval longer than
+/// the test, reading back a transaction's chain leaves the durable end where it was (it
+/// failed before, when every read waited for a sync). A chain longer than the ring also
+/// reads its oldest records from the files, and a position inside a record is a typed
+/// corruption error, not a panic or a wrong record.
+#[test]
+fn read_record_does_not_force_the_log() {
+    let (_fs, st) = storage(41);
+    let opts = LogOptions {
+        durability: Durability::Lazy,
+        lazy_flush_interval_ms: 3_600_000,
+        ..small()
+    };
+    let log = LogManager::open(st, &opts).unwrap();
+    let mut chain = Vec::new();
+    let mut prev = Lsn::ZERO;
+    // About three rings' worth: the oldest records are released (written, not synced).
+    for i in 0..1500u64 {
+        let r = update(9, prev, i as u8, 60 + (i as usize % 200));
+        prev = log.append(&r).unwrap();
+        chain.push((prev, r));
+    }
+    // (Appends sync once the unsynced part reaches the ring's size; reads never do.)
+    let (s, durable) = (log.stats(), log.durable_lsn());
+    assert!(
+        durable < chain[chain.len() - 1].0,
+        "the last record is not durable"
+    );
+    for (lsn, r) in chain.iter().rev() {
+        assert_eq!(&log.read_record(*lsn).unwrap(), r, "record at {lsn}");
+    }
+    assert_eq!(log.stats().syncs, s.syncs, "a read synced the log");
+    assert_eq!(log.durable_lsn(), durable, "a read forced the log");
+    let (mid, _) = chain[chain.len() - 1];
+    assert!(matches!(
+        log.read_record(Lsn(mid.0 + 8)),
+        Err(Error::LogCorruption { .. })
+    ));
+}

@@ -253,6 +253,7 @@ impl Tpcc {
                 };
                 load::load(&mut sink, scale, w, k, seed, &mut |n| progress.inc(n))?;
                 drop(sink);
+                db.settle();
                 Engine::Shoal { db, t }
             }
             EngineKind::Sqlite => {
