@@ -3,6 +3,11 @@
 //! the leaf's high fence going forward, its low fence going backward — so a split or merge
 //! between two batches is harmless: the next batch re-seeks from the root.
 //!
+//! A batch copies at most [`Cursor::with_batch_limit`] entries (a caller that wants the first
+//! `n` rows of a range says so, and a leaf of hundreds of entries is not copied for one).
+//! A batch cut short by the limit goes on, like a scan's start, by a seek to just past its
+//! last entry.
+//!
 //! Guarantee: every key present throughout the scan is returned exactly once, in order.
 //! A key inserted or deleted during the scan may or may not be returned.
 //!
@@ -45,8 +50,8 @@ pub struct Cursor<'t> {
     first_of_batch: bool,
     /// Whether the next entry returned is the first of its batch.
     batch_fresh: bool,
-    /// Return only the first entry of the range (copy no more of a leaf than that).
-    first_only: bool,
+    /// Most entries a batch copies (module doc); at least 1.
+    batch_limit: usize,
     /// The next batch is read by a seek from the root to the scan's position (at the start
     /// or after [`Cursor::resume_at`]), not by moving on from a leaf's fence.
     seeking: bool,
@@ -79,10 +84,12 @@ fn below_upper(upper: &Bound<Vec<u8>>, key: &[u8]) -> bool {
     }
 }
 
-/// What one leaf gave: the entries in range (key order) and the fence to continue from
-/// (`None`: nothing lies beyond in that direction).
+/// What one leaf gave: the entries in range, in the scan's order; whether the batch limit
+/// cut them short (more entries in range follow in this leaf); and the fence to continue
+/// from (`None`: nothing lies beyond in that direction).
 struct Leaf {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
+    cut: bool,
     next: Option<Vec<u8>>,
 }
 
@@ -103,7 +110,7 @@ impl BTree {
             leaf: None,
             first_of_batch: false,
             batch_fresh: false,
-            first_only: false,
+            batch_limit: usize::MAX,
             seeking: true,
             batch_from_seek: false,
         }
@@ -116,8 +123,9 @@ impl BTree {
     /// As the cursor's: [`crate::Error::InvalidArgument`] for a bound over the key limit,
     /// corruption and buffer-pool errors.
     pub(crate) fn first_key(&self, lower: Bound<&[u8]>) -> Result<Option<Vec<u8>>> {
-        let mut c = self.scan(lower, Bound::Unbounded, ScanDirection::Forward);
-        c.first_only = true;
+        let mut c = self
+            .scan(lower, Bound::Unbounded, ScanDirection::Forward)
+            .with_batch_limit(1);
         c.next().transpose().map(|kv| kv.map(|(k, _)| k))
     }
 
@@ -164,9 +172,7 @@ impl Cursor<'_> {
         self.leaf = Some((page, lsn));
         self.batch_fresh = true;
         self.batch_from_seek = std::mem::take(&mut self.seeking);
-        let in_range = |k: &[u8]| above_lower(&self.lower, k) && below_upper(&self.upper, k);
         let mut entries = leaf.entries;
-        entries.retain(|(k, _)| in_range(k));
         for (_, v) in &mut entries {
             match self.tree.value_of(std::mem::take(v))? {
                 Some(value) => *v = value,
@@ -175,15 +181,19 @@ impl Cursor<'_> {
                 None => return Ok(()),
             }
         }
-        if forward {
+        if leaf.cut {
+            // Go on just past the last entry copied, by a seek (module doc).
+            let last = Bound::Excluded(entries.last().expect("a cut batch is not empty").0.clone());
+            if forward {
+                self.lower = last;
+            } else {
+                self.upper = last;
+            }
+            self.seeking = true;
             self.batch.extend(entries);
-        } else {
-            self.batch.extend(entries.into_iter().rev());
-        }
-        if self.first_only && !self.batch.is_empty() {
-            self.done = true;
             return Ok(());
         }
+        self.batch.extend(entries);
         match leaf.next {
             Some(fence) if forward && below_upper(&self.upper, &fence) => {
                 self.lower = Bound::Included(fence);
@@ -206,36 +216,51 @@ impl Cursor<'_> {
                 .corrupt(n.page_id(), "a scan reached an inner node"));
         }
         let count = n.entry_count();
-        let (from, to) = if forward {
-            let from = match &self.lower {
-                Bound::Included(k) | Bound::Excluded(k) => match n.search(k)? {
-                    Ok(i) | Err(i) => i,
-                },
-                Bound::Unbounded => 0,
-            };
-            (from, count)
-        } else {
-            let to = match &self.upper {
-                Bound::Included(k) => match n.search(k)? {
-                    Ok(i) => i + 1,
-                    Err(i) => i,
-                },
-                Bound::Excluded(k) => match n.search(k)? {
-                    Ok(i) | Err(i) => i,
-                },
-                Bound::Unbounded => count,
-            };
-            (0, to)
+        // The first entry to look at, in the scan's direction: at the near bound.
+        let start = match (forward, if forward { &self.lower } else { &self.upper }) {
+            (true, Bound::Unbounded) => 0,
+            (false, Bound::Unbounded) => count,
+            (_, Bound::Included(k) | Bound::Excluded(k)) => match n.search(k)? {
+                Ok(i) if !forward && matches!(self.upper, Bound::Included(_)) => i + 1,
+                Ok(i) | Err(i) => i,
+            },
         };
-        let mut entries = Vec::with_capacity(to.saturating_sub(from));
-        for i in from..to {
-            if self.first_only && !entries.is_empty() {
+        let mut entries = Vec::new();
+        let mut cut = false;
+        for step in 0..count {
+            let i = if forward {
+                start + step
+            } else {
+                match start.checked_sub(step + 1) {
+                    Some(i) => i,
+                    None => break,
+                }
+            };
+            if i >= count {
                 break;
             }
             let key = n.key(i)?;
-            // Forward scans stop copying at the upper bound (and backward ones are bounded
-            // by `to`), so a short range does not copy a whole leaf.
-            if forward && !below_upper(&self.upper, &key) {
+            let (near, far) = if forward {
+                (
+                    above_lower(&self.lower, &key),
+                    below_upper(&self.upper, &key),
+                )
+            } else {
+                (
+                    below_upper(&self.upper, &key),
+                    above_lower(&self.lower, &key),
+                )
+            };
+            // The far bound ends the batch, so a short range does not copy a whole leaf; an
+            // excluded near bound skips its own key.
+            if !far {
+                break;
+            }
+            if !near {
+                continue;
+            }
+            if entries.len() == self.batch_limit {
+                cut = true;
                 break;
             }
             entries.push((key, n.value(i)?));
@@ -245,11 +270,19 @@ impl Cursor<'_> {
         } else {
             n.low_fence()?
         };
-        Ok(Leaf { entries, next })
+        Ok(Leaf { entries, cut, next })
     }
 }
 
 impl Cursor<'_> {
+    /// Copies at most `n` entries per batch (module doc): for a caller that takes the first
+    /// `n` entries of the range. Any `n` returns the same entries; it changes only how many
+    /// a batch copies and how often the cursor seeks. `0` counts as 1.
+    pub fn with_batch_limit(mut self, n: usize) -> Self {
+        self.batch_limit = n.max(1);
+        self
+    }
+
     /// Whether the entry returned last is still exactly what its leaf holds, with nothing
     /// new between it and the scan's previous position (the entry returned before it, or
     /// where the scan started or resumed): that gap lies inside the entry's leaf — the entry

@@ -341,6 +341,14 @@ pub struct LockedCursor<'a, 't, 'm> {
 }
 
 impl LockedCursor<'_, '_, '_> {
+    /// Copies at most `n` entries per batch ([`Cursor::with_batch_limit`]): for a caller
+    /// that takes the first `n` pairs. Changes no result and no lock, only how much of a
+    /// leaf is copied at a time.
+    pub fn with_batch_limit(mut self, n: usize) -> Self {
+        self.inner = self.inner.with_batch_limit(n);
+        self
+    }
+
     /// At the end of the range: S on the key after the range, or on the end of the tree —
     /// long at SERIALIZABLE (no phantom can enter the range until the transaction ends),
     /// short otherwise. A delete in progress of the range's last key holds X on that name

@@ -557,7 +557,9 @@ enum Op {
     Update(u16, u16),
     Delete(u16),
     Get(u16),
-    Scan(u16, u16, bool),
+    /// From, to, forward, batch limit (0: none), bound kinds (3 × 3: each bound included,
+    /// excluded or unbounded).
+    Scan(u16, u16, bool, u8, u8),
     Commit,
     Abort,
 }
@@ -571,10 +573,19 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (k.clone(), len).prop_map(|(k, l)| Op::Update(k, l)),
         3 => k.clone().prop_map(Op::Delete),
         1 => k.clone().prop_map(Op::Get),
-        1 => (k.clone(), k, any::<bool>()).prop_map(|(a, b, f)| Op::Scan(a, b, f)),
+        2 => (k.clone(), k, any::<bool>(), 0u8..4, 0u8..9)
+            .prop_map(|(a, b, f, l, kinds)| Op::Scan(a, b, f, l, kinds)),
         1 => Just(Op::Commit),
         1 => Just(Op::Abort),
     ]
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
 }
 
 /// Keys of varying length (1–40 bytes) so separators and fences vary in size.
@@ -634,15 +645,34 @@ proptest! {
                     let k = pkey(k);
                     prop_assert_eq!(t.get(&k).unwrap(), model.get(&k).cloned());
                 }
-                Op::Scan(a, b, forward) => {
+                Op::Scan(a, b, forward, limit, kinds) => {
                     let (a, b) = (pkey(a), pkey(b));
-                    let range = (Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice()));
+                    let bound = |k: &[u8], kind: u8| -> Bound<Vec<u8>> {
+                        match kind {
+                            0 => Bound::Included(k.to_vec()),
+                            1 => Bound::Excluded(k.to_vec()),
+                            _ => Bound::Unbounded,
+                        }
+                    };
+                    let (lo, hi) = (bound(&a, kinds % 3), bound(&b, kinds / 3));
                     let dir = if forward { ScanDirection::Forward } else { ScanDirection::Backward };
-                    let got: Vec<_> = t.scan(range.0, range.1, dir).map(|r| r.unwrap()).collect();
-                    let mut want: Vec<_> = if a < b {
-                        model.range::<[u8], _>(range).map(|(k, v)| (k.clone(), v.clone())).collect()
-                    } else {
+                    // Batch limits of 1–3 entries cut batches inside leaves (cursor module
+                    // doc); the result must not change.
+                    let limit = if limit == 0 { usize::MAX } else { usize::from(limit) };
+                    let got: Vec<_> = t
+                        .scan(as_ref(&lo), as_ref(&hi), dir)
+                        .with_batch_limit(limit)
+                        .map(|r| r.unwrap())
+                        .collect();
+                    let empty = match (&lo, &hi) {
+                        (Bound::Included(l), Bound::Included(h)) => l > h,
+                        (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => l >= h,
+                        _ => false,
+                    };
+                    let mut want: Vec<_> = if empty {
                         Vec::new()
+                    } else {
+                        model.range::<[u8], _>((as_ref(&lo), as_ref(&hi))).map(|(k, v)| (k.clone(), v.clone())).collect()
                     };
                     if !forward {
                         want.reverse();

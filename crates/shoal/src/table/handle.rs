@@ -196,6 +196,7 @@ impl Table {
         for kv in self
             .primary
             .scan_in(txn, as_bound(&lo), as_bound(&hi), dir)
+            .with_batch_limit(n)
             .take(n)
         {
             each(&kv?.1)?;
@@ -532,6 +533,7 @@ impl Table {
         };
         self.indexes[i]
             .scan_in(txn, Bound::Included(&lo), upper, dir)
+            .with_batch_limit(n)
             .take(n)
             .map(|kv| kv.map(|(_, pk)| pk))
             .collect()
