@@ -490,7 +490,7 @@ mod tests {
     #[test]
     fn copied_records_are_never_torn_while_the_ring_laps() {
         const THREADS: u8 = 3;
-        const PER_THREAD: u32 = 5_000;
+        const PER_THREAD: u32 = 15_000;
         let buf = Arc::new(LogBuffer::new(64 << 10, 64).unwrap());
         let done = Arc::new(AtomicBool::new(false));
         let flusher = {
@@ -508,7 +508,7 @@ mod tests {
                 if finished && to == buf.reserved_end() {
                     return;
                 }
-                std::hint::spin_loop();
+                std::thread::yield_now();
             })
         };
         let inserters: Vec<_> = (0..THREADS)
@@ -521,7 +521,7 @@ mod tests {
                         let len = 56 + ((seq as usize * 5 + t as usize) % 200) * 8;
                         let r = buf.reserve(len as u64);
                         while !buf.has_room(r) {
-                            std::hint::spin_loop();
+                            std::thread::yield_now();
                         }
                         buf.write(r, &record(len, t + 1, seq));
                         mine.push((r.start, len, seq));
