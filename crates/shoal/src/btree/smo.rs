@@ -57,37 +57,45 @@ impl SplitPlan {
         })
     }
 
-    /// The two halves of `img` (the left one keeps `img`'s low fence and child0, the right
-    /// one gets its high fence and right sibling; `right_id` links them).
-    fn halves(&self, img: &NodeImage, right_id: PageId) -> Result<(NodeImage, NodeImage)> {
-        let leaf = img.level == 0;
-        let moved_from = if leaf { self.keep } else { self.keep + 1 };
-        let right_child0 = if leaf {
-            PageId::INVALID
+    /// The right half of node `n`: the entries that move (from `keep` in a leaf; after
+    /// `keep` in an inner node, whose entry `keep`'s child becomes the half's leftmost), `sep`
+    /// as low fence, `n`'s high fence and right sibling. Copies only the entries that move —
+    /// one of them when an ascending load splits at the insertion point.
+    fn right_half<P: PageRead + ?Sized>(&self, n: &Node<'_, P>) -> Result<NodeImage> {
+        let (moved_from, child0) = if n.is_leaf() {
+            (self.keep, PageId::INVALID)
         } else {
-            let e = &img.entries[self.keep];
-            let k = super::node::entry_key(right_id, e)?.len();
-            let b = &e[super::node::KEY_LEN_BYTES + k..];
-            PageId(u64::from_le_bytes(b.try_into().map_err(|_| {
-                crate::Error::corruption(right_id, "inner entry without an 8-byte child")
-            })?))
+            (self.keep + 1, n.child(self.keep)?)
         };
-        let right = NodeImage {
-            level: img.level,
-            right: img.right,
-            child0: right_child0,
-            tree: img.tree,
+        Ok(NodeImage {
+            level: n.level,
+            right: n.right,
+            child0,
+            tree: n.tree,
             low: Some(self.sep.clone()),
-            high: img.high.clone(),
-            entries: img.entries[moved_from..].to_vec(),
-        };
-        let left = NodeImage {
+            high: n.high_fence()?,
+            entries: (moved_from..n.entry_count())
+                .map(|i| n.entry(i))
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    /// The left half of node `n`: its first `keep` entries, its low fence and leftmost
+    /// child, `sep` as high fence and `right_id` as right sibling.
+    fn left_half<P: PageRead + ?Sized>(
+        &self,
+        n: &Node<'_, P>,
+        right_id: PageId,
+    ) -> Result<NodeImage> {
+        Ok(NodeImage {
+            level: n.level,
             right: right_id,
+            child0: n.child0,
+            tree: n.tree,
+            low: n.low_fence()?,
             high: Some(self.sep.clone()),
-            entries: img.entries[..self.keep].to_vec(),
-            ..img.clone()
-        };
-        Ok((left, right))
+            entries: (0..self.keep).map(|i| n.entry(i)).collect::<Result<_>>()?,
+        })
     }
 }
 
@@ -176,8 +184,7 @@ impl BTree {
                 continue;
             }
             let rid = spares.remove(0); // used (or perhaps linked, after an error): never free
-            let mut r = self.pool.fix_new(rid, PageType::BTreeLeaf)?;
-            return self.split(txns, &mut p, &mut x, &mut r, &plan);
+            return self.split(txns, &mut p, &mut x, rid, &plan);
         }
     }
 
@@ -218,19 +225,28 @@ impl BTree {
         txns: &TxnManager,
         p: &mut ExclusiveGuard<'_>,
         x: &mut ExclusiveGuard<'_>,
-        r: &mut ExclusiveGuard<'_>,
+        rid: PageId,
         plan: &SplitPlan,
     ) -> Result<()> {
-        let img = Node::open(x.bytes())?.image()?;
-        let rid = r.page_id();
-        let (left, right) = plan.halves(&img, rid)?;
-        right.write_to(&mut r.page_mut(), rid)?;
+        let right = plan.right_half(&Node::open(x.bytes())?)?;
+        // `write_to` formats every byte of the page, so the frame is not zeroed first
+        // (`fix_uninit`); if it fails, the page is left an empty formatted page, as
+        // `fix_new` would have left it.
+        let mut r = self.pool.fix_uninit(rid)?;
+        r.mark_dirty();
+        if let Err(e) = right.write_to(&mut r.page_mut(), rid) {
+            crate::page::header::init(&mut r.page_mut(), rid, PageType::BTreeLeaf);
+            return Err(e);
+        }
+        let r = &mut r;
+        // The left half's new high fence is the right half's low fence.
+        let high = right.low;
         self.system_txn(txns, |sys, step| {
             sys.log_new_page(r)?;
             step()?;
             sys.change(
                 x,
-                wal::redo_truncate(plan.keep, rid, &left.high),
+                wal::redo_truncate(plan.keep, rid, &high),
                 wal::undo_split(rid),
             )?;
             step()?;
@@ -254,7 +270,7 @@ impl BTree {
         needed: usize,
         [aid, bid]: [PageId; 2],
     ) -> Result<bool> {
-        let (img, plan) = {
+        let (img, plan, left, right) = {
             let n = Node::open(root.bytes())?;
             if n.free_bytes() >= needed {
                 return Ok(false);
@@ -262,9 +278,10 @@ impl BTree {
             if n.level >= MAX_LEVEL {
                 return Err(self.corrupt(self.root, "the tree is too tall"));
             }
-            (n.image()?, SplitPlan::choose(&n, self, key)?)
+            let plan = SplitPlan::choose(&n, self, key)?;
+            let (left, right) = (plan.left_half(&n, bid)?, plan.right_half(&n)?);
+            (n.image()?, plan, left, right)
         };
-        let (left, right) = plan.halves(&img, bid)?;
         let mut a = self.pool.fix_new(aid, PageType::BTreeLeaf)?;
         let mut b = self.pool.fix_new(bid, PageType::BTreeLeaf)?;
         left.write_to(&mut a.page_mut(), aid)?;
