@@ -61,7 +61,9 @@
 //! 7. **Cursors** hold nothing between batches: a batch is one leaf read optimistically and
 //!    copied, and the next batch re-seeks from the root at the leaf's high fence (forward) or
 //!    just below its low fence (backward), so every key present throughout a scan is
-//!    returned exactly once, in order, whatever splits happen in between.
+//!    returned exactly once, in order, whatever splits happen in between. A batch copies at
+//!    most the entries its caller will take (`Cursor::with_batch_limit`); one cut short
+//!    re-seeks just past its last entry.
 //! 8. **Limits**: keys up to an eighth of a page (at most 1,024 bytes), key and value up to a
 //!    quarter of a page, so two fences and any two entries fit a node and a split always
 //!    makes room.
