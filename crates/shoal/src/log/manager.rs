@@ -500,7 +500,7 @@ impl LogManager {
     /// Reads the record at `lsn` (for undo along a transaction's previous-LSN chain, and
     /// for a page's full image), wherever it is now and without waiting for a sync:
     /// 1. from the insert buffer's ring while it is not yet written
-    ///    ([`LogBuffer::copy_record`], buffer invariant 6);
+    ///    (`LogBuffer::copy_record`, buffer invariant 6);
     /// 2. else from the files, if it lies below the written end (written is enough to read
     ///    it back; synced is not needed). With direct I/O a record can straddle the released
     ///    end, which stays at a block boundary: its head is no longer in the ring, but all
