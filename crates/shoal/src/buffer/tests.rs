@@ -363,7 +363,10 @@ fn cleaner_writes_dirty_pages_and_publishes_oldest_rec_lsn() {
 
 /// With a lag, the cleaner leaves pages dirtied recently (in log bytes) alone and writes
 /// them once the log has moved on by the lag; with more than half the pool dirty it writes
-/// every dirty page whatever its lag.
+/// dirty pages whatever their lag, until at most half the pool is dirty. (A pass writes
+/// every dirty page it sees, but one that runs while the pages are being dirtied sees only
+/// some of them, and skips those in use; what it leaves may then be under half the pool and
+/// not yet due, so the check is "at most half", not "none".)
 #[test]
 fn cleaner_writes_pages_once_due_or_when_half_the_pool_is_dirty() {
     let dir = tempfile::tempdir().unwrap();
@@ -401,7 +404,15 @@ fn cleaner_writes_pages_once_due_or_when_half_the_pool_is_dirty() {
         let mut g = pool.fix_new(PageId(p), PageType::Raw).unwrap();
         stamp(&mut g.page_mut(), p, 0);
     }
-    until_clean(&pool, "a pool over half dirty was not cleaned");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while pool.dirty_count() > 32 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a pool over half dirty was not cleaned"
+        );
+        pool.wake_cleaner();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     pool.close().unwrap();
 }
 
