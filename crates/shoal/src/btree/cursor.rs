@@ -225,20 +225,13 @@ impl Cursor<'_> {
                 Ok(i) | Err(i) => i,
             },
         };
+        // Entry numbers in the scan's direction from `start`.
+        let start = start.min(count);
+        let up = forward.then_some(start..count).into_iter().flatten();
+        let down = (!forward).then_some(0..start).into_iter().flatten().rev();
         let mut entries = Vec::new();
         let mut cut = false;
-        for step in 0..count {
-            let i = if forward {
-                start + step
-            } else {
-                match start.checked_sub(step + 1) {
-                    Some(i) => i,
-                    None => break,
-                }
-            };
-            if i >= count {
-                break;
-            }
+        for i in up.chain(down) {
             let key = n.key(i)?;
             let (near, far) = if forward {
                 (

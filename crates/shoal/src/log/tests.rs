@@ -788,9 +788,9 @@ fn read_record_does_not_force_the_log() {
     }
     assert_eq!(log.stats().syncs, s.syncs, "a read synced the log");
     assert_eq!(log.durable_lsn(), durable, "a read forced the log");
-    let (mid, _) = chain[chain.len() - 1];
+    let (last, _) = chain[chain.len() - 1];
     assert!(matches!(
-        log.read_record(Lsn(mid.0 + 8)),
+        log.read_record(Lsn(last.0 + 8)),
         Err(Error::LogCorruption { .. })
     ));
 }
