@@ -105,10 +105,9 @@ pub(crate) fn max_entry_bytes(page_size: usize) -> usize {
 #[inline]
 pub(crate) fn hint_of(key: &[u8], prefix_len: usize) -> u32 {
     let rest = key.get(prefix_len..).unwrap_or(&[]);
-    let mut b = [0u8; HINT_BYTES];
     let n = rest.len().min(HINT_BYTES);
-    b[..n].copy_from_slice(&rest[..n]);
-    u32::from_be_bytes(b)
+    // The first n bytes as the high bytes of a big-endian u32 (HINT_BYTES is 4).
+    (crate::page::bytes::slice_head_be(rest, 0, n) >> 32) as u32
 }
 
 /// Where the hints of a node with prefix `prefix_len` start (module doc, "Search keys",
@@ -342,7 +341,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     ///
     /// # Errors
     /// [`Error::Corruption`] if any of these is wrong.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn open(page: &'a P) -> Result<Self> {
         Self::on(Slotted::open(page)?)
     }
@@ -352,7 +351,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     ///
     /// # Errors
     /// As [`Node::open`].
-    #[inline]
+    #[inline(always)]
     fn on(s: Slotted<'a, P>) -> Result<Self> {
         let page = s.page();
         let pid = s.page_id();
@@ -759,6 +758,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
 
     /// Leaf entry `i`'s value: an inline value copied without its tag (one copy, no
     /// shift), anything else as the tagged bytes for [`super::BTree::value_of`].
+    #[inline(always)]
     pub(crate) fn stored_value(&self, i: usize) -> Result<StoredValue> {
         let (r, k) = self.ranges(i)?;
         if k.end < r.end && self.s.page().u8_at(k.end) == VALUE_INLINE {

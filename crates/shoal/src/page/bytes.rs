@@ -119,6 +119,37 @@ impl PageRead for [u8] {
     fn read_into(&self, offset: usize, dst: &mut [u8]) {
         dst.copy_from_slice(&self[offset..offset + dst.len()]);
     }
+    /// One unaligned 8-byte load when 8 bytes follow `offset`, masked to `n`; else a byte
+    /// loop (the default's `memcpy` call into a stack buffer cost a search key's probe more
+    /// than the comparison it fed).
+    #[inline(always)]
+    fn head_be(&self, offset: usize, n: usize) -> u64 {
+        slice_head_be(self, offset, n)
+    }
+}
+
+/// [`PageRead::head_be`] of a byte slice: the `n` (at most 8) bytes at `offset` as the high
+/// bytes of a big-endian number, the rest zero.
+///
+/// # Panics
+/// If `n > 8` or the bytes lie outside `bytes`.
+#[inline(always)]
+pub(crate) fn slice_head_be(bytes: &[u8], offset: usize, n: usize) -> u64 {
+    assert!(n <= 8, "a head is at most 8 bytes");
+    let src = &bytes[offset..offset + n];
+    if n == 0 {
+        return 0;
+    }
+    if let Some(w) = bytes.get(offset..offset + 8) {
+        let word = u64::from_be_bytes(w.try_into().expect("8 bytes"));
+        // n is 1..=8, so the shift is 0..=56.
+        return word & (u64::MAX << ((8 - n) * 8));
+    }
+    let mut head = 0u64;
+    for (i, &b) in src.iter().enumerate() {
+        head |= u64::from(b) << (56 - 8 * i);
+    }
+    head
 }
 
 impl PageWrite for [u8] {

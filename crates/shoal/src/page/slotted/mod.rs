@@ -282,7 +282,7 @@ impl Head {
 
     /// Decodes the slotted header of `page` and checks slotted rules 1–4 and that
     /// `frag_bytes` fits the heap; errors name `page_id`.
-    #[inline]
+    #[inline(always)]
     fn read<P: PageRead + ?Sized>(page: &P, page_id: PageId) -> Result<Head> {
         let page_len = page.page_len();
         if !page_len.is_power_of_two()

@@ -34,7 +34,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     ///
     /// # Errors
     /// [`crate::Error::Corruption`] if a checked field is out of range.
-    #[inline]
+    #[inline(always)]
     pub fn open(page: &'a P) -> Result<Self> {
         let page_id = if page.page_len() >= HEADER_SIZE {
             header::page_id(page)
