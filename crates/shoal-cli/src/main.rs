@@ -146,7 +146,7 @@ pub struct CommonArgs {
     /// Time one operation in N for the latency percentiles; 1 = every operation, which
     /// costs about 54 ns per operation [default: the benchmark's own; buffer: 64; log:
     /// commit-full 1, the other variants 64; btree: scan 1, the other variants 64; lock:
-    /// distinct-rows 64, hot-table 8].
+    /// distinct-rows 64, hot-table 8; workloads: select1 16, the others 1].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     latency_sample_every: Option<u32>,
 

@@ -91,7 +91,10 @@ impl WorkloadArgs {
                 .map_or_else(|| vec![1, 2], |t| t.0.clone()),
             warmup_s: self.common.warmup_s.0,
             duration_s: self.common.duration_s.0,
-            latency_sample_every: self.common.latency_sample_every.unwrap_or(1),
+            latency_sample_every: self
+                .common
+                .latency_sample_every
+                .unwrap_or(workload.latency_sample_every_default()),
             seed: self.common.seed,
         };
         let w = WorkloadRun {
@@ -206,7 +209,7 @@ pub fn run_compare(args: &CompareArgs) -> shoal_bench::Result<()> {
     }
     settings.run.warmup_s = args.common.warmup_s.0;
     settings.run.duration_s = args.common.duration_s.0;
-    settings.run.latency_sample_every = args.common.latency_sample_every.unwrap_or(1);
+    settings.latency_sample_every = args.common.latency_sample_every;
     settings.run.seed = args.common.seed;
     settings.scale = args.data.scale;
     settings.warehouses = args.data.warehouses;

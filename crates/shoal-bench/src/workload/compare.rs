@@ -40,8 +40,12 @@ pub struct CompareSettings {
     pub durabilities: Vec<Durability>,
     /// Data sizes, each a sweep of its own (`insert` ignores them).
     pub sizes: Vec<DataSize>,
-    /// Threads, durations and seed of every point.
+    /// Threads, durations and seed of every point; its `latency_sample_every` is replaced
+    /// per workload by `latency_sample_every`.
     pub run: RunConfig,
+    /// Transactions per timed one; `None`: each workload's own
+    /// ([`Workload::latency_sample_every_default`]).
+    pub latency_sample_every: Option<u32>,
     /// `select1` and `tpcb` scale.
     pub scale: u32,
     /// `tpcc` warehouses.
@@ -66,6 +70,7 @@ impl CompareSettings {
                 threads: DEFAULT_THREADS.to_vec(),
                 ..RunConfig::default()
             },
+            latency_sample_every: None,
             scale: 1,
             warehouses: 1,
             tpcc_scale: TpccScale::full(),
@@ -88,7 +93,7 @@ impl CompareSettings {
         let mut out = Vec::new();
         for &durability in &self.durabilities {
             for (i, &size) in self.sizes.iter().enumerate() {
-                let item = |workload, variants: &[&str]| WorkloadRun {
+                let item = |workload: Workload, variants: &[&str]| WorkloadRun {
                     workload,
                     engines: self.engines.clone(),
                     options: WorkloadOptions {
@@ -103,7 +108,12 @@ impl CompareSettings {
                     warehouses: self.warehouses,
                     tpcc_scale: self.tpcc_scale,
                     variants: variants.iter().map(|v| v.to_string()).collect(),
-                    run: self.run.clone(),
+                    run: RunConfig {
+                        latency_sample_every: self
+                            .latency_sample_every
+                            .unwrap_or(workload.latency_sample_every_default()),
+                        ..self.run.clone()
+                    },
                 };
                 out.push(item(Workload::Select1, &[]));
                 out.push(item(Workload::Tpcb, &[]));
