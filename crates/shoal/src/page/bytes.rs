@@ -466,6 +466,23 @@ mod tests {
         }
     }
 
+    /// Every range of a 48-byte image, at every start and length (head only, head and
+    /// words, words and tail, within one word), reads the same bytes as the plain image.
+    #[test]
+    fn ranged_reads_match_plain_at_every_offset_and_length() {
+        let w = words(6);
+        let plain: Vec<u8> = (0..48u8).map(|i| i.wrapping_mul(53) ^ 0x5a).collect();
+        AtomicBytesMut::new(&w).write_from(0, &plain);
+        let r = AtomicBytes::new(&w);
+        for o in 0..=48 {
+            for n in 0..=48 - o {
+                let mut out = vec![0xeeu8; n];
+                r.read_into(o, &mut out);
+                assert_eq!(out, &plain[o..o + n], "{n} bytes at {o}");
+            }
+        }
+    }
+
     #[test]
     fn integer_reads_match_plain_at_every_offset() {
         let w = words(4);
