@@ -134,6 +134,8 @@ impl BTree {
                 return Ok(Merged::No);
             };
             let right_pid = r.page_id();
+            // Still under r's X latch (space invariant 6): a last-leaf hint naming r is dead.
+            self.space.note_unlinked();
             drop((l, r, p));
             self.free_when_durable(txns, right_pid)?;
             return Ok(outcome);
@@ -233,6 +235,7 @@ impl BTree {
                 sys.change(&mut x, wal::redo_format(&img), wal::redo_format(&old))?;
                 step()
             })?;
+            self.space.note_unlinked(); // under c's X latch (space invariant 6)
             drop((c, x));
             self.free_when_durable(txns, child)?;
         }

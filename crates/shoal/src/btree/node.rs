@@ -828,17 +828,28 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         self.fence(1)
     }
 
-    /// True if `key` lies in `[low fence, high fence)`.
+    /// True if `key` lies in `[low fence, high fence)`. The fences are compared in place,
+    /// not copied.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a fence slot or record that is malformed.
     pub(crate) fn covers(&self, key: &[u8]) -> Result<bool> {
-        let low_ok = match self.low_fence()? {
-            None => true,
-            Some(l) => l.as_slice() <= key,
+        // Fence `slot` against `key`: None for an infinite fence, else the fence's order.
+        let fence_cmp = |slot: usize| -> Result<Option<Ordering>> {
+            let r = self.s.record_range(slot)?;
+            if r.is_empty() {
+                return Err(self.corrupt("empty B-tree fence record"));
+            }
+            match (r.len(), self.s.page().u8_at(r.start)) {
+                (1, FENCE_INFINITE) => Ok(None),
+                (n, FENCE_KEY) if n >= 1 => {
+                    Ok(Some(self.cmp_from(&(r.start + 1..r.end), key, 0, usize::MAX)))
+                }
+                _ => Err(self.corrupt("bad B-tree fence record")),
+            }
         };
-        Ok(low_ok
-            && match self.high_fence()? {
-                None => true,
-                Some(h) => key < h.as_slice(),
-            })
+        let low_ok = fence_cmp(0)?.is_none_or(|o| o != Ordering::Greater);
+        Ok(low_ok && fence_cmp(1)?.is_none_or(|o| o == Ordering::Greater))
     }
 
     /// A full owned copy of the node.
@@ -1192,6 +1203,25 @@ mod tests {
         let mut page = vec![0u8; 8192];
         image.write_to(page.as_mut_slice(), PageId(7)).unwrap();
         page
+    }
+
+    proptest! {
+        /// `covers` agrees with `low <= key < high` for finite and infinite fences, keys
+        /// that are prefixes of a fence and keys a fence is a prefix of.
+        #[test]
+        fn covers_matches_the_fence_order(
+            low in proptest::option::of(proptest::collection::vec(0u8..3, 0..5)),
+            high in proptest::option::of(proptest::collection::vec(0u8..3, 0..5)),
+            keys in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..6), 1..20),
+        ) {
+            let page = leaf(&[], low.clone(), high.clone());
+            let n = Node::open(page.as_slice()).unwrap();
+            for k in &keys {
+                let want = low.as_ref().is_none_or(|l| l <= k)
+                    && high.as_ref().is_none_or(|h| k < h);
+                prop_assert_eq!(n.covers(k).unwrap(), want, "key {:?}", k);
+            }
+        }
     }
 
     proptest! {

@@ -356,6 +356,48 @@ fn deletes_merge_nodes_and_shrink_the_root() {
     e.close().unwrap();
 }
 
+/// Btree rule 13: the last-leaf hint never sends an insert to a leaf that a merge made
+/// unreachable. An ascending load leaves the hint on the last leaf; deleting most of the
+/// top keys merges that leaf into its left sibling, and the right page of a merge is freed
+/// with its entries and fences intact, so it still looks like a leaf covering its old range.
+/// Keys inserted into that range must land in the live tree.
+#[test]
+fn an_insert_after_a_merge_does_not_follow_the_hint_to_the_merged_away_leaf() {
+    let disk = FaultStorage::new(FaultConfig::new(13)).unwrap();
+    let e = open(&disk, 256);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let (n, top) = (2_000u64, 150u64);
+    let mut tx = e.begin();
+    for i in 0..n {
+        t.insert(&mut tx, &key(2 * i), &value(i, 40)).unwrap();
+    }
+    tx.commit().unwrap();
+    let before = assert_sound(&t);
+    let mut tx = e.begin();
+    for i in (n - top..n).filter(|i| i % 10 != 0) {
+        assert_eq!(t.delete(&mut tx, &key(2 * i)).unwrap(), Some(value(i, 40)));
+    }
+    tx.commit().unwrap();
+    let merged = assert_sound(&t);
+    assert!(
+        merged.pages.len() < before.pages.len(),
+        "the deletes merged no leaf ({} pages)",
+        merged.pages.len()
+    );
+    // Highest first: the top key lies in the last leaf's old range, whatever its low fence.
+    let mut tx = e.begin();
+    for i in (n - top..n).rev() {
+        t.insert(&mut tx, &key(2 * i + 1), &value(i, 40)).unwrap();
+    }
+    tx.commit().unwrap();
+    let r = assert_sound(&t);
+    assert_eq!(r.keys as u64, n - top + top / 10 + top);
+    for i in n - top..n {
+        assert_eq!(t.get(&key(2 * i + 1)).unwrap(), Some(value(i, 40)), "key {}", 2 * i + 1);
+    }
+    e.close().unwrap();
+}
+
 /// Values too large for a leaf go to overflow chains: 1 MiB round trips, updates between
 /// inline and overflow, deletes and rollbacks free their chains (once durable), and a
 /// committed chain survives a crash with its pages only in the log.

@@ -134,6 +134,27 @@ pub struct BTree {
     pub(crate) root: PageId,
     /// Where the transactional operations lock keys (`None`: they lock nothing).
     pub(crate) locking: Option<LockSpace>,
+    /// The leaf that took this handle's last insert at its end (btree rule 13).
+    last_leaf: LastLeaf,
+}
+
+/// The last-leaf hint (btree rule 13): a leaf's page id and the space manager's unlink
+/// epoch read while that leaf was reachable and X-latched; `(0, _)` for none. One
+/// `AtomicCell` so that a reader never pairs one leaf's id with another's epoch (a seqlock
+/// read; a store takes a striped spin lock, and happens only when the hint changes). A clone
+/// of the handle starts without a hint.
+struct LastLeaf(crossbeam_utils::atomic::AtomicCell<(u64, u64)>);
+
+impl LastLeaf {
+    fn none() -> LastLeaf {
+        LastLeaf(crossbeam_utils::atomic::AtomicCell::new((0, 0)))
+    }
+}
+
+impl Clone for LastLeaf {
+    fn clone(&self) -> LastLeaf {
+        LastLeaf::none()
+    }
 }
 
 impl std::fmt::Debug for BTree {
@@ -164,6 +185,7 @@ impl BTree {
             space: space.clone(),
             root,
             locking: None,
+            last_leaf: LastLeaf::none(),
         })
     }
 
@@ -189,6 +211,7 @@ impl BTree {
             space,
             root,
             locking: None,
+            last_leaf: LastLeaf::none(),
         }
     }
 
@@ -518,6 +541,45 @@ impl BTree {
         Ok(Some(x))
     }
 
+    /// The leaf of the last-leaf hint, X-latched, if it still covers `key` (btree rule 13);
+    /// else `None`, and the hint is dropped. Any failure on the way (a page that no longer
+    /// reads as a node, an I/O error) is a miss too: the descent that follows reports what
+    /// is really wrong.
+    fn hinted_leaf(&self, key: &[u8]) -> Option<ExclusiveGuard<'_>> {
+        let (pid, epoch) = self.last_leaf.0.load();
+        if pid == 0 {
+            return None;
+        }
+        let hit = (|| {
+            if self.space.unlink_epoch() != epoch {
+                return None;
+            }
+            let x = self.pool.fix_exclusive(PageId(pid)).ok()?;
+            // Under the X latch: the epoch unchanged means the page is still reachable
+            // (space invariant 6); its node fields then tell whether it covers `key`.
+            if self.space.unlink_epoch() != epoch {
+                return None;
+            }
+            let n = Node::open(x.bytes()).ok()?;
+            let covers = n.tree == self.root && n.is_leaf() && n.covers(key).ok()?;
+            drop(n);
+            covers.then_some(x)
+        })();
+        if hit.is_none() {
+            self.last_leaf.0.store((0, 0));
+        }
+        hit
+    }
+
+    /// Records `x`, the X-latched leaf that just took a key after all its entries, as the
+    /// last-leaf hint (btree rule 13), with the unlink epoch read under its latch.
+    fn note_last_leaf(&self, x: &ExclusiveGuard<'_>) {
+        let hint = (x.page_id().0, self.space.unlink_epoch());
+        if self.last_leaf.0.load() != hint {
+            self.last_leaf.0.store(hint);
+        }
+    }
+
     /// Inserts or replaces (per `mode`) the entry of `key` with the tagged value `tagged`;
     /// returns the old tagged value.
     fn put<L: Logger>(
@@ -528,15 +590,25 @@ impl BTree {
         mode: Put,
     ) -> Result<Option<Vec<u8>>> {
         let entry = leaf_entry(key, tagged);
+        let mut hinted = true;
         loop {
-            let Some(mut x) = self.leaf_exclusive(key)? else {
+            let found = match std::mem::take(&mut hinted).then(|| self.hinted_leaf(key)) {
+                Some(Some(x)) => Some(x),
+                _ => self.leaf_exclusive(key)?,
+            };
+            let Some(mut x) = found else {
                 continue;
             };
-            let (old, room, pos) = {
+            let (old, room, pos, at_end) = {
                 let n = Node::open(x.bytes())?;
                 match n.search(key)? {
-                    Ok(i) => (Some(n.entry(i)?), n.free_bytes() + n.entry_len(i)?, i),
-                    Err(i) => (None, n.free_bytes().saturating_sub(NODE_SLOT_SIZE), i),
+                    Ok(i) => (Some(n.entry(i)?), n.free_bytes() + n.entry_len(i)?, i, false),
+                    Err(i) => (
+                        None,
+                        n.free_bytes().saturating_sub(NODE_SLOT_SIZE),
+                        i,
+                        i == n.entry_count(),
+                    ),
                 }
             };
             if old.is_none() && mode != Put::Update && self.locking.is_some() {
@@ -568,6 +640,9 @@ impl BTree {
                     log.log(&mut x, wal::redo_insert(&entry), pos, || {
                         wal::undo_insert(root, key)
                     })?;
+                    if at_end {
+                        self.note_last_leaf(&x);
+                    }
                     Ok(None)
                 }
                 Some(old) => {

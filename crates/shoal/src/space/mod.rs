@@ -33,6 +33,13 @@
 //!    memory at once, and the map page may reach the disk before whatever made the page
 //!    unreachable does. Until freeing is logged (log issue), a caller must make the page
 //!    unreachable durably before freeing it, or accept a possible double use after a crash.
+//! 6. **Unlink epoch.** Whoever makes a page unreachable from the structure that held it (a
+//!    B-tree merge, a root shrink) calls [`SpaceManager::note_unlinked`] while it still holds
+//!    that page's X latch; [`SpaceManager::free`] bumps the epoch too. So a page id cached
+//!    together with the epoch read while its page was reachable and X-latched names a
+//!    reachable page whenever a later holder of that X latch reads the same epoch (the
+//!    B-tree's last-leaf hint relies on this: the latch hand-over orders the bump before the
+//!    later read).
 //!
 //! ## Latching
 //! Map and header pages are ordinary buffer-pool pages, X-latched to change; at most one
@@ -86,6 +93,8 @@ pub struct SpaceManager {
     /// Bumped by every free, so a scan that found a group full can tell whether a page was
     /// freed there meanwhile before advancing the hint past it.
     free_epoch: AtomicU64,
+    /// Invariant 6: bumped whenever a page is made unreachable or freed.
+    unlink_epoch: AtomicU64,
     caches: Box<[CachePadded<Mutex<Option<Reservation>>>]>,
     /// How reservations are logged, once installed (invariant 2); weak, since the logger
     /// (the transaction manager) holds this space manager through its resource managers.
@@ -102,6 +111,7 @@ impl SpaceManager {
             grow: Mutex::new(()),
             hint_group: AtomicU64::new(0),
             free_epoch: AtomicU64::new(0),
+            unlink_epoch: AtomicU64::new(0),
             caches: (0..CACHE_SHARDS)
                 .map(|_| CachePadded::new(Mutex::new(None)))
                 .collect(),
@@ -351,7 +361,20 @@ impl SpaceManager {
         Ok(())
     }
 
+    /// Records that a page was made unreachable (invariant 6). The caller holds that page's
+    /// X latch; Release pairs with the Acquire of [`SpaceManager::unlink_epoch`], though a
+    /// reader that checks after taking the same latch is ordered by the latch already.
+    pub fn note_unlinked(&self) {
+        self.unlink_epoch.fetch_add(1, Release);
+    }
+
+    /// The unlink epoch (invariant 6): how many times a page was made unreachable or freed.
+    pub fn unlink_epoch(&self) -> u64 {
+        self.unlink_epoch.load(Acquire)
+    }
+
     fn note_free(&self, pid: PageId) {
+        self.note_unlinked();
         self.free_epoch.fetch_add(1, Release);
         self.hint_group.fetch_min(pid.0 / self.group_pages, Relaxed);
     }
