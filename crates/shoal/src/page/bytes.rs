@@ -407,14 +407,22 @@ impl PageWrite for AtomicBytesMut<'_> {
         }
     }
 
+    /// Partial words at either end through [`atomic_write`]; the whole words between with one
+    /// relaxed store each (a page format zero-fills a whole page, 1,024 words at 8 KiB).
     fn fill(&mut self, range: Range<usize>, byte: u8) {
-        let buf = [byte; 256];
-        let mut pos = range.start;
-        while pos < range.end {
-            let n = 256.min(range.end - pos);
-            atomic_write(self.words, pos, &buf[..n]);
-            pos += n;
+        assert!(
+            range.start <= range.end && range.end <= self.words.len() * 8,
+            "fill past end of page"
+        );
+        let first = range.start.next_multiple_of(8).min(range.end);
+        let last = (range.end / 8 * 8).max(first);
+        let buf = [byte; 8];
+        atomic_write(self.words, range.start, &buf[..first - range.start]);
+        let word = u64::from_ne_bytes(buf);
+        for w in &self.words[first / 8..last / 8] {
+            w.store(word, Relaxed);
         }
+        atomic_write(self.words, last, &buf[..range.end - last]);
     }
 }
 
