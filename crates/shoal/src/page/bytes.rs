@@ -253,31 +253,38 @@ fn atomic_head_be(words: &[AtomicU64], offset: usize, n: usize) -> u64 {
 }
 
 /// Writes `src` at `offset` with relaxed stores; partial words are read-modify-written, which
-/// is correct only because the caller holds the X latch (the only writer).
+/// is correct only because the caller holds the X latch (the only writer). The whole words
+/// between the partial ends are stored from `src`'s 8-byte chunks zipped with the words (no
+/// per-word branch or bounds check).
 #[inline]
 fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
     let end = offset
         .checked_add(src.len())
         .filter(|&e| e <= words.len() * 8)
         .expect("write past end of page");
-    let mut pos = offset;
-    let mut inp = 0;
-    while pos < end {
-        let idx = pos / 8;
-        let start = pos % 8;
-        let n = (8 - start).min(end - pos);
-        let word = if n == 8 {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&src[inp..inp + 8]);
-            b
-        } else {
-            let mut b = words[idx].load(Relaxed).to_ne_bytes();
-            b[start..start + n].copy_from_slice(&src[inp..inp + n]);
-            b
-        };
-        words[idx].store(u64::from_ne_bytes(word), Relaxed);
-        pos += n;
-        inp += n;
+    if src.is_empty() {
+        return;
+    }
+    let put_partial = |pos: usize, bytes: &[u8]| {
+        let (idx, start) = (pos / 8, pos % 8);
+        let mut b = words[idx].load(Relaxed).to_ne_bytes();
+        b[start..start + bytes.len()].copy_from_slice(bytes);
+        words[idx].store(u64::from_ne_bytes(b), Relaxed);
+    };
+    let start = offset % 8;
+    let lead = if start == 0 { 0 } else { (8 - start).min(src.len()) };
+    let (head, rest) = src.split_at(lead);
+    if lead > 0 {
+        put_partial(offset, head);
+    }
+    let first = (offset + lead) / 8;
+    let mut chunks = rest.chunks_exact(8);
+    for (w, c) in words[first..].iter().zip(&mut chunks) {
+        w.store(u64::from_ne_bytes(c.try_into().expect("8 bytes")), Relaxed);
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        put_partial(end - tail.len(), tail);
     }
 }
 
