@@ -379,15 +379,17 @@ impl PageWrite for AtomicBytesMut<'_> {
         if src.start % 8 == 0 && dst % 8 == 0 && len % 8 == 0 {
             // Whole words (a hinted page's slot shifts): one load and one store per word, in
             // the direction that reads every source word before it is overwritten.
+            // Both ranges are sliced once (shared references to atomics may overlap), so the
+            // loops carry no bounds checks.
             let (s, d, n) = (src.start / 8, dst / 8, len / 8);
-            let w = self.words;
+            let (from, to) = (&self.words[s..s + n], &self.words[d..d + n]);
             if d <= s {
-                for i in 0..n {
-                    w[d + i].store(w[s + i].load(Relaxed), Relaxed);
+                for (t, f) in to.iter().zip(from) {
+                    t.store(f.load(Relaxed), Relaxed);
                 }
             } else {
-                for i in (0..n).rev() {
-                    w[d + i].store(w[s + i].load(Relaxed), Relaxed);
+                for (t, f) in to.iter().zip(from).rev() {
+                    t.store(f.load(Relaxed), Relaxed);
                 }
             }
             return;
