@@ -842,14 +842,17 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             }
             match (r.len(), self.s.page().u8_at(r.start)) {
                 (1, FENCE_INFINITE) => Ok(None),
-                (n, FENCE_KEY) if n >= 1 => {
-                    Ok(Some(self.cmp_from(&(r.start + 1..r.end), key, 0, usize::MAX)))
-                }
+                (n, FENCE_KEY) if n >= 1 => Ok(Some(self.cmp_from(
+                    &(r.start + 1..r.end),
+                    key,
+                    0,
+                    usize::MAX,
+                ))),
                 _ => Err(self.corrupt("bad B-tree fence record")),
             }
         };
-        let low_ok = fence_cmp(0)?.is_none_or(|o| o != Ordering::Greater);
-        Ok(low_ok && fence_cmp(1)?.is_none_or(|o| o == Ordering::Greater))
+        let low_ok = fence_cmp(0)? != Some(Ordering::Greater);
+        Ok(low_ok && matches!(fence_cmp(1)?, None | Some(Ordering::Greater)))
     }
 
     /// A full owned copy of the node.
@@ -1217,8 +1220,8 @@ mod tests {
             let page = leaf(&[], low.clone(), high.clone());
             let n = Node::open(page.as_slice()).unwrap();
             for k in &keys {
-                let want = low.as_ref().is_none_or(|l| l <= k)
-                    && high.as_ref().is_none_or(|h| k < h);
+                let want = low.as_ref().map_or(true, |l| l <= k)
+                    && high.as_ref().map_or(true, |h| k < h);
                 prop_assert_eq!(n.covers(k).unwrap(), want, "key {:?}", k);
             }
         }

@@ -391,9 +391,14 @@ fn an_insert_after_a_merge_does_not_follow_the_hint_to_the_merged_away_leaf() {
     }
     tx.commit().unwrap();
     let r = assert_sound(&t);
-    assert_eq!(r.keys as u64, n - top + top / 10 + top);
+    assert_eq!(r.keys, n - top + top / 10 + top);
     for i in n - top..n {
-        assert_eq!(t.get(&key(2 * i + 1)).unwrap(), Some(value(i, 40)), "key {}", 2 * i + 1);
+        assert_eq!(
+            t.get(&key(2 * i + 1)).unwrap(),
+            Some(value(i, 40)),
+            "key {}",
+            2 * i + 1
+        );
     }
     e.close().unwrap();
 }

@@ -560,9 +560,10 @@ impl BTree {
             if self.space.unlink_epoch() != epoch {
                 return None;
             }
-            let n = Node::open(x.bytes()).ok()?;
-            let covers = n.tree == self.root && n.is_leaf() && n.covers(key).ok()?;
-            drop(n);
+            let covers = {
+                let n = Node::open(x.bytes()).ok()?;
+                n.tree == self.root && n.is_leaf() && n.covers(key).ok()?
+            };
             covers.then_some(x)
         })();
         if hit.is_none() {
@@ -602,7 +603,12 @@ impl BTree {
             let (old, room, pos, at_end) = {
                 let n = Node::open(x.bytes())?;
                 match n.search(key)? {
-                    Ok(i) => (Some(n.entry(i)?), n.free_bytes() + n.entry_len(i)?, i, false),
+                    Ok(i) => (
+                        Some(n.entry(i)?),
+                        n.free_bytes() + n.entry_len(i)?,
+                        i,
+                        false,
+                    ),
                     Err(i) => (
                         None,
                         n.free_bytes().saturating_sub(NODE_SLOT_SIZE),

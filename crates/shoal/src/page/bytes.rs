@@ -272,7 +272,11 @@ fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
         words[idx].store(u64::from_ne_bytes(b), Relaxed);
     };
     let start = offset % 8;
-    let lead = if start == 0 { 0 } else { (8 - start).min(src.len()) };
+    let lead = if start == 0 {
+        0
+    } else {
+        (8 - start).min(src.len())
+    };
     let (head, rest) = src.split_at(lead);
     if lead > 0 {
         put_partial(offset, head);
@@ -416,7 +420,7 @@ impl PageWrite for AtomicBytesMut<'_> {
         }
     }
 
-    /// Partial words at either end through [`atomic_write`]; the whole words between with one
+    /// Partial words at either end read-modify-written; the whole words between with one
     /// relaxed store each (a page format zero-fills a whole page, 1,024 words at 8 KiB).
     fn fill(&mut self, range: Range<usize>, byte: u8) {
         assert!(
