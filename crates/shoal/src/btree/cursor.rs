@@ -58,6 +58,9 @@ pub struct Cursor<'t> {
     /// The current batch came from a seek: the gap between the scan's position and its first
     /// entry lies inside its leaf.
     batch_from_seek: bool,
+    /// The first key past the range, if the current batch's leaf ended the range with it (a
+    /// forward scan; [`Cursor::next_key_unchanged`]).
+    beyond: Option<Vec<u8>>,
 }
 
 fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -91,6 +94,8 @@ struct Leaf {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     cut: bool,
     next: Option<Vec<u8>>,
+    /// The key that ended a forward range inside this leaf.
+    beyond: Option<Vec<u8>>,
 }
 
 impl BTree {
@@ -113,6 +118,7 @@ impl BTree {
             batch_limit: usize::MAX,
             seeking: true,
             batch_from_seek: false,
+            beyond: None,
         }
     }
 
@@ -137,6 +143,7 @@ impl BTree {
 
 impl Cursor<'_> {
     fn fill(&mut self) -> Result<()> {
+        self.beyond = None;
         let (seek_key, forward) = match self.dir {
             ScanDirection::Forward => match &self.lower {
                 Bound::Included(k) | Bound::Excluded(k) => (k.clone(), true),
@@ -173,6 +180,7 @@ impl Cursor<'_> {
         self.batch_fresh = true;
         self.batch_from_seek = std::mem::take(&mut self.seeking);
         let mut entries = leaf.entries;
+        let beyond = leaf.beyond;
         for (_, v) in &mut entries {
             match self.tree.value_of(std::mem::take(v))? {
                 Some(value) => *v = value,
@@ -181,6 +189,7 @@ impl Cursor<'_> {
                 None => return Ok(()),
             }
         }
+        self.beyond = beyond;
         if leaf.cut {
             // Go on just past the last entry copied, by a seek (module doc).
             let last = Bound::Excluded(entries.last().expect("a cut batch is not empty").0.clone());
@@ -231,6 +240,7 @@ impl Cursor<'_> {
         let down = (!forward).then_some(0..start).into_iter().flatten().rev();
         let mut entries = Vec::new();
         let mut cut = false;
+        let mut beyond = None;
         for i in up.chain(down) {
             let key = n.key(i)?;
             let (near, far) = if forward {
@@ -247,6 +257,9 @@ impl Cursor<'_> {
             // The far bound ends the batch, so a short range does not copy a whole leaf; an
             // excluded near bound skips its own key.
             if !far {
+                if forward {
+                    beyond = Some(key);
+                }
                 break;
             }
             if !near {
@@ -263,7 +276,12 @@ impl Cursor<'_> {
         } else {
             n.low_fence()?
         };
-        Ok(Leaf { entries, cut, next })
+        Ok(Leaf {
+            entries,
+            cut,
+            next,
+            beyond,
+        })
     }
 }
 
@@ -294,6 +312,20 @@ impl Cursor<'_> {
         }
     }
 
+    /// The first key after the range of a forward scan that has returned its last entry, if
+    /// the tree holds nothing new between the scan's position and that key: the key ended
+    /// the range inside the last batch's leaf, the gap from the entry returned last (or from
+    /// where the scan started or resumed) lies inside that leaf — as in
+    /// [`Cursor::unchanged_since_read`] — and the leaf is unchanged since the batch was
+    /// copied. Then it is the key after the range in the tree as it is now, with nothing
+    /// between; `None` otherwise (the caller looks the key up afresh).
+    pub(crate) fn next_key_unchanged(&self) -> Option<&[u8]> {
+        let (page, _) = self.leaf.as_ref()?;
+        let key = self.beyond.as_deref()?;
+        let gap_inside = !self.batch_fresh || self.batch_from_seek;
+        (self.batch.is_empty() && gap_inside && page.validate().is_ok()).then_some(key)
+    }
+
     /// Starts the scan again from `from` in its direction (the lower bound of a forward
     /// scan, the upper bound of a backward one; the range's far bound is kept): the next
     /// entry returned is the first from there in the tree as it is now.
@@ -305,6 +337,7 @@ impl Cursor<'_> {
         self.batch.clear();
         self.done = false;
         self.leaf = None;
+        self.beyond = None;
         self.seeking = true;
     }
 }

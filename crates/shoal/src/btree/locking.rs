@@ -353,8 +353,10 @@ impl LockedCursor<'_, '_, '_> {
     /// long at SERIALIZABLE (no phantom can enter the range until the transaction ends),
     /// short otherwise. A delete in progress of the range's last key holds X on that name
     /// (its next-key lock), so the scan waits for it here. Returns the lock and whether it
-    /// is short; `None` if the scan reads without locks.
-    fn lock_end_of_range(&mut self) -> Result<Option<(LockName, bool)>> {
+    /// is short, and whether the range is confirmed unchanged up to that key (the cursor saw
+    /// it end the range in a leaf that is still as copied: no re-read is needed); `None` if
+    /// the scan reads without locks.
+    fn lock_end_of_range(&mut self) -> Result<Option<(LockName, bool, bool)>> {
         let (Some(s), Some(_)) = (self.tree.locking, BTree::read_duration(self.txn)) else {
             return Ok(None);
         };
@@ -366,6 +368,17 @@ impl LockedCursor<'_, '_, '_> {
         } else {
             LockDuration::Short
         };
+        // The key that ended the range in the last batch's leaf, if nothing between the last
+        // entry returned and it can have changed: locked, and confirmed by the leaf's
+        // version still being the one copied — no descent at all.
+        if let Some(next) = self.inner.next_key_unchanged().map(<[u8]>::to_vec) {
+            let name = s.next_key(Some(&next));
+            let short = self.tree.lock_s(self.txn, &name, d)?;
+            if self.inner.next_key_unchanged().is_some() {
+                return Ok(Some((name, short, true)));
+            }
+            self.unlock_short(&name, short);
+        }
         loop {
             let next = self.tree.next_key(&from)?;
             let name = s.next_key(next.as_deref());
@@ -373,7 +386,7 @@ impl LockedCursor<'_, '_, '_> {
             // A key inserted after the range before the lock was granted would be the next
             // key now: lock until the next key is the one locked.
             if self.tree.next_key(&from)? == next {
-                return Ok(Some((name, short)));
+                return Ok(Some((name, short, false)));
             }
             self.unlock_short(&name, short);
         }
@@ -447,10 +460,15 @@ impl LockedCursor<'_, '_, '_> {
                 }
                 // Rows whose deletes rolled back while this transaction waited for the end
                 // lock are in the range again: read once more after the key returned last.
-                *end = self.lock_end_of_range()?;
-                if end.is_none() {
+                let Some((name, short, confirmed)) = self.lock_end_of_range()? else {
+                    return Ok(None);
+                };
+                if confirmed {
+                    // Nothing can have entered the rest of the range: no re-read.
+                    self.unlock_short(&name, short);
                     return Ok(None);
                 }
+                *end = Some((name, short));
                 end_checked = true;
                 let from = self.resume_bound();
                 self.inner.resume_at(from);
