@@ -92,12 +92,13 @@
 //!     replaces the entry in place. A failed upgrade (the leaf changed), a leaf without room
 //!     or a value stored out of line falls back to [`BTree::update`].
 //! 13. **Last-leaf hint** (after PostgreSQL's nbtree "fastpath" for inserts into the
-//!     rightmost leaf, `nbtinsert.c`). A handle remembers the leaf that took its last insert
-//!     *after all of that leaf's entries*, with the space manager's unlink epoch read under
-//!     the leaf's X latch. The next insert or update first X-latches that leaf (holding no
-//!     other latch, so waiting cannot deadlock) and uses it if the epoch is unchanged and the
-//!     leaf is a leaf of this tree whose fences cover the key; otherwise it forgets the hint
-//!     and descends. An ascending load then skips the descent for all but the first insert
+//!     rightmost leaf, `nbtinsert.c`). A handle remembers, per thread stripe, the leaf that
+//!     took the thread's last insert *after all of that leaf's entries*, with the space
+//!     manager's unlink epoch read under the leaf's X latch. The thread's next insert or
+//!     update first reads that leaf optimistically and upgrades to its X latch (never
+//!     waiting: a leaf another thread holds is a miss), and uses it if the epoch is unchanged
+//!     and the leaf is a leaf of this tree whose fences cover the key; otherwise it forgets
+//!     the hint and descends. An ascending load then skips the descent for all but the first insert
 //!     of each leaf. The fences suffice for a reachable leaf (rule 1: a split narrows them
 //!     under the leaf's latch); the epoch is what rules out a leaf that is no longer
 //!     reachable, because a merge or root shrink bumps it while it holds the X latch of the

@@ -134,20 +134,33 @@ pub struct BTree {
     pub(crate) root: PageId,
     /// Where the transactional operations lock keys (`None`: they lock nothing).
     pub(crate) locking: Option<LockSpace>,
-    /// The leaf that took this handle's last insert at its end (btree rule 13).
+    /// The leaf that took each thread's last insert at its end (btree rule 13).
     last_leaf: LastLeaf,
 }
 
-/// The last-leaf hint (btree rule 13): a leaf's page id and the space manager's unlink
-/// epoch read while that leaf was reachable and X-latched; `(0, _)` for none. One
-/// `AtomicCell` so that a reader never pairs one leaf's id with another's epoch (a seqlock
-/// read; a store takes a striped spin lock, and happens only when the hint changes). A clone
-/// of the handle starts without a hint.
-struct LastLeaf(crossbeam_utils::atomic::AtomicCell<(u64, u64)>);
+/// The last-leaf hints (btree rule 13), one per thread stripe ([`LAST_LEAF_SLOTS`] slots,
+/// chosen by [`crate::stats::stripe_index`]), so that threads appending to different parts
+/// of one tree (TPC-C's districts, the `btree` insert benchmark's per-thread key ranges)
+/// do not take turns overwriting one hint. A slot holds a leaf's page id and the space
+/// manager's unlink epoch read while that leaf was reachable and X-latched; `(0, _)` for
+/// none. One `AtomicCell` per slot, so that a reader never pairs one leaf's id with
+/// another's epoch (a seqlock read; a store takes a striped spin lock, and happens only when
+/// the hint changes). A clone of the handle starts without hints.
+struct LastLeaf([crossbeam_utils::atomic::AtomicCell<(u64, u64)>; LAST_LEAF_SLOTS]);
+
+/// Slots of [`LastLeaf`]: threads beyond this many share slots.
+const LAST_LEAF_SLOTS: usize = 8;
 
 impl LastLeaf {
     fn none() -> LastLeaf {
-        LastLeaf(crossbeam_utils::atomic::AtomicCell::new((0, 0)))
+        LastLeaf(std::array::from_fn(|_| {
+            crossbeam_utils::atomic::AtomicCell::new((0, 0))
+        }))
+    }
+
+    /// This thread's slot.
+    fn slot(&self) -> &crossbeam_utils::atomic::AtomicCell<(u64, u64)> {
+        &self.0[crate::stats::stripe_index() % LAST_LEAF_SLOTS]
     }
 }
 
@@ -541,12 +554,14 @@ impl BTree {
         Ok(Some(x))
     }
 
-    /// The leaf of the last-leaf hint, X-latched, if it still covers `key` (btree rule 13);
-    /// else `None`, and the hint is dropped. Any failure on the way (a page that no longer
-    /// reads as a node, an I/O error) is a miss too: the descent that follows reports what
-    /// is really wrong.
+    /// The leaf of this thread's last-leaf hint, X-latched, if it still covers `key` (btree
+    /// rule 13); else `None`, and the hint is dropped. The leaf is read optimistically and
+    /// upgraded (never waited for: a leaf another thread holds is a miss). Any failure on
+    /// the way (a page that no longer reads as a node, an I/O error) is a miss too: the
+    /// descent that follows reports what is really wrong.
     fn hinted_leaf(&self, key: &[u8]) -> Option<ExclusiveGuard<'_>> {
-        let (pid, epoch) = self.last_leaf.0.load();
+        let slot = self.last_leaf.slot();
+        let (pid, epoch) = slot.load();
         if pid == 0 {
             return None;
         }
@@ -554,20 +569,19 @@ impl BTree {
             if self.space.unlink_epoch() != epoch {
                 return None;
             }
-            let x = self.pool.fix_exclusive(PageId(pid)).ok()?;
-            // Under the X latch: the epoch unchanged means the page is still reachable
-            // (space invariant 6); its node fields then tell whether it covers `key`.
-            if self.space.unlink_epoch() != epoch {
-                return None;
-            }
+            let page = self.pool.fix_optimistic(PageId(pid)).ok()?;
             let covers = {
-                let n = Node::open(x.bytes()).ok()?;
+                let b = page.bytes();
+                let n = Node::open(&b).ok()?;
                 n.tree == self.root && n.is_leaf() && n.covers(key).ok()?
             };
-            covers.then_some(x)
+            // The upgrade validates the read above; under the X latch an unchanged epoch
+            // means the page is still reachable (space invariant 6).
+            let x = page.upgrade().ok()?;
+            (covers && self.space.unlink_epoch() == epoch).then_some(x)
         })();
         if hit.is_none() {
-            self.last_leaf.0.store((0, 0));
+            slot.store((0, 0));
         }
         hit
     }
@@ -576,8 +590,9 @@ impl BTree {
     /// last-leaf hint (btree rule 13), with the unlink epoch read under its latch.
     fn note_last_leaf(&self, x: &ExclusiveGuard<'_>) {
         let hint = (x.page_id().0, self.space.unlink_epoch());
-        if self.last_leaf.0.load() != hint {
-            self.last_leaf.0.store(hint);
+        let slot = self.last_leaf.slot();
+        if slot.load() != hint {
+            slot.store(hint);
         }
     }
 
