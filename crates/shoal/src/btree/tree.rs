@@ -134,8 +134,9 @@ pub struct BTree {
     pub(crate) root: PageId,
     /// Where the transactional operations lock keys (`None`: they lock nothing).
     pub(crate) locking: Option<LockSpace>,
-    /// The leaf that took each thread's last insert at its end (btree rule 13).
-    last_leaf: LastLeaf,
+    /// The leaf that took each thread's last insert at its end (btree rule 13); boxed, so
+    /// that a handle stays a few words.
+    last_leaf: Box<LastLeaf>,
 }
 
 /// The last-leaf hints (btree rule 13), one per thread stripe ([`LAST_LEAF_SLOTS`] slots,
@@ -198,7 +199,7 @@ impl BTree {
             space: space.clone(),
             root,
             locking: None,
-            last_leaf: LastLeaf::none(),
+            last_leaf: Box::new(LastLeaf::none()),
         })
     }
 
@@ -224,7 +225,7 @@ impl BTree {
             space,
             root,
             locking: None,
-            last_leaf: LastLeaf::none(),
+            last_leaf: Box::new(LastLeaf::none()),
         }
     }
 
