@@ -11,7 +11,7 @@
 use crate::btree::MAX_VALUE_BYTES;
 use crate::error::{Error, Result};
 
-use super::check::{check, Cell};
+use super::check::{check_all, Cell};
 use super::schema::{Column, TableDef};
 use super::types::{digit_count, ColumnType};
 use super::value::{FromValue, Value};
@@ -107,11 +107,7 @@ pub fn encode_row(def: &TableDef, values: &[Value]) -> Result<Vec<u8>> {
             ),
         ));
     }
-    let cells = columns
-        .iter()
-        .zip(values)
-        .map(|(c, v)| check(def.name(), c, v))
-        .collect::<Result<Vec<Cell<'_>>>>()?;
+    let cells = check_all(def.name(), columns, values)?;
     encode_cells(def, &cells)
 }
 
