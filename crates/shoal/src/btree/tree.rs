@@ -445,20 +445,24 @@ impl BTree {
                 continue;
             };
             let leaf = path.node;
-            let (found, lsn) = {
+            // The entry is written in place and only the status travels as a `Result`: a
+            // `Result<Option<(usize, StoredValue)>>` returned from a closure was copied through
+            // the stack and read back with loads that stalled on store forwarding.
+            let mut entry = None;
+            let (status, lsn) = {
                 let b = leaf.bytes();
-                let found = Node::open(&b).and_then(|n| match n.search(key)? {
-                    Ok(i) => n.stored_value(i).map(|v| Some((i, v))),
-                    Err(_) => Ok(None),
-                });
-                (found, crate::page::header::page_lsn(&b))
+                let status = (|| -> Result<()> {
+                    let n = Node::open(&b)?;
+                    if let Ok(i) = n.search(key)? {
+                        entry = Some((i, n.stored_value(i)?));
+                    }
+                    Ok(())
+                })();
+                (status, crate::page::header::page_lsn(&b))
             };
             if leaf.validate().is_ok() {
-                return Ok(LeafRead {
-                    entry: found?,
-                    leaf,
-                    lsn,
-                });
+                status?;
+                return Ok(LeafRead { entry, leaf, lsn });
             }
         }
     }
