@@ -295,7 +295,7 @@ pub fn default_suite(progress: bool) -> Vec<WorkloadRun> {
         variants: Vec::new(),
         run: RunConfig {
             threads: threads.to_vec(),
-            latency_sample_every: Workload::latency_sample_every_default(workload),
+            latency_sample_every: workload.latency_sample_every_default(),
             ..run.clone()
         },
     };

@@ -147,20 +147,21 @@ pub struct BTree {
 /// none. One `AtomicCell` per slot, so that a reader never pairs one leaf's id with
 /// another's epoch (a seqlock read; a store takes a striped spin lock, and happens only when
 /// the hint changes). A clone of the handle starts without hints.
-struct LastLeaf([crossbeam_utils::atomic::AtomicCell<(u64, u64)>; LAST_LEAF_SLOTS]);
+struct LastLeaf([HintSlot; LAST_LEAF_SLOTS]);
+
+/// One slot of [`LastLeaf`]: (leaf page id, unlink epoch).
+type HintSlot = crossbeam_utils::atomic::AtomicCell<(u64, u64)>;
 
 /// Slots of [`LastLeaf`]: threads beyond this many share slots.
 const LAST_LEAF_SLOTS: usize = 8;
 
 impl LastLeaf {
     fn none() -> LastLeaf {
-        LastLeaf(std::array::from_fn(|_| {
-            crossbeam_utils::atomic::AtomicCell::new((0, 0))
-        }))
+        LastLeaf(std::array::from_fn(|_| HintSlot::new((0, 0))))
     }
 
     /// This thread's slot.
-    fn slot(&self) -> &crossbeam_utils::atomic::AtomicCell<(u64, u64)> {
+    fn slot(&self) -> &HintSlot {
         &self.0[crate::stats::stripe_index() % LAST_LEAF_SLOTS]
     }
 }
@@ -564,8 +565,7 @@ impl BTree {
     /// upgraded (never waited for: a leaf another thread holds is a miss). Any failure on
     /// the way (a page that no longer reads as a node, an I/O error) is a miss too: the
     /// descent that follows reports what is really wrong.
-    fn hinted_leaf(&self, key: &[u8]) -> Option<ExclusiveGuard<'_>> {
-        let slot = self.last_leaf.slot();
+    fn hinted_leaf(&self, slot: &HintSlot, key: &[u8]) -> Option<ExclusiveGuard<'_>> {
         let (pid, epoch) = slot.load();
         if pid == 0 {
             return None;
@@ -593,9 +593,8 @@ impl BTree {
 
     /// Records `x`, the X-latched leaf that just took a key after all its entries, as the
     /// last-leaf hint (btree rule 13), with the unlink epoch read under its latch.
-    fn note_last_leaf(&self, x: &ExclusiveGuard<'_>) {
+    fn note_last_leaf(&self, slot: &HintSlot, x: &ExclusiveGuard<'_>) {
         let hint = (x.page_id().0, self.space.unlink_epoch());
-        let slot = self.last_leaf.slot();
         if slot.load() != hint {
             slot.store(hint);
         }
@@ -611,11 +610,18 @@ impl BTree {
         mode: Put,
     ) -> Result<Option<Vec<u8>>> {
         let entry = leaf_entry(key, tagged);
-        let mut hinted = true;
+        // This thread's hint slot, looked up once; the hint is tried on the first pass only.
+        let slot = self.last_leaf.slot();
+        let mut try_hint = true;
         loop {
-            let found = match std::mem::take(&mut hinted).then(|| self.hinted_leaf(key)) {
-                Some(Some(x)) => Some(x),
-                _ => self.leaf_exclusive(key)?,
+            let hinted = if std::mem::take(&mut try_hint) {
+                self.hinted_leaf(slot, key)
+            } else {
+                None
+            };
+            let found = match hinted {
+                Some(x) => Some(x),
+                None => self.leaf_exclusive(key)?,
             };
             let Some(mut x) = found else {
                 continue;
@@ -667,7 +673,7 @@ impl BTree {
                         wal::undo_insert(root, key)
                     })?;
                     if at_end {
-                        self.note_last_leaf(&x);
+                        self.note_last_leaf(slot, &x);
                     }
                     Ok(None)
                 }
