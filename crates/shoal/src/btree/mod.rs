@@ -55,9 +55,10 @@
 //!    system transaction that restart rolls back page-oriented, before any user transaction
 //!    (recovery rule 4), and a user rollback never un-splits a page other transactions use.
 //! 6. **User changes are logged with logical undo.** Redo is physical to the leaf (insert,
-//!    replace or remove the entry with this key); undo names the tree and the key, and a
-//!    rollback descends the tree to find the key wherever it now lives, splitting if putting
-//!    it back needs room. Its changes are compensation records.
+//!    replace, remove or patch the entry with this key); undo names the tree and the key,
+//!    and a rollback descends the tree to find the key wherever it now lives, splitting if
+//!    putting it back needs room. Its changes are compensation records. An update that keeps
+//!    the entry's length logs only the bytes that differ (a patch, `wal.rs`).
 //! 7. **Cursors** hold nothing between batches: a batch is one leaf read optimistically and
 //!    copied, and the next batch re-seeks from the root at the leaf's high fence (forward) or
 //!    just below its low fence (backward), so every key present throughout a scan is

@@ -1088,6 +1088,30 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
             .map_err(|no| Error::corruption(pid, format!("B-tree update: {no}")))
     }
 
+    /// Overwrites bytes `[at, at + bytes.len())` of the entry with `key` (looked for first
+    /// at `near`) with `bytes`: a change of its value that keeps the entry's length. The
+    /// key and its length stay, so the entry's order and hint do too.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the key is absent, or the range starts inside the key or
+    /// runs past the entry.
+    pub(crate) fn patch(
+        &mut self,
+        key: &[u8],
+        at: usize,
+        bytes: &[u8],
+        near: Option<usize>,
+    ) -> Result<()> {
+        let pos = self.find(key, near)?;
+        if at < KEY_LEN_BYTES + key.len() {
+            return Err(Error::corruption(
+                self.page_id(),
+                format!("B-tree patch at byte {at} of an entry: inside its key"),
+            ));
+        }
+        self.s.patch(FIRST_ENTRY + pos, at, bytes)
+    }
+
     /// Removes the entry with `key` (looked for first at `near`).
     ///
     /// # Errors

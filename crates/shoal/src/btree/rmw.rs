@@ -123,9 +123,8 @@ impl BTree {
             n.entry(i)?
         };
         let root = self.root();
-        txn.log(&mut x, wal::redo_replace(&entry), i, || {
-            wal::undo_replace(root, &old)
-        })?;
+        let change = wal::EntryChange::new(&old, &entry, key.len());
+        txn.log(&mut x, change.redo(), i, || change.undo(root))?;
         Ok(true)
     }
 }
@@ -215,6 +214,76 @@ mod tests {
             (15, b"fifteen".to_vec()),
         ] {
             assert_eq!(t.get(&key(k)).unwrap(), Some(want), "key {k}");
+        }
+        assert_sound(&t);
+        e.close().unwrap();
+    }
+
+    /// `value` with byte `at` changed: an update a PATCH logs.
+    fn poked(value: &[u8], at: usize) -> Vec<u8> {
+        let mut v = value.to_vec();
+        v[at] ^= 0x5a;
+        v
+    }
+
+    #[test]
+    fn same_length_updates_log_patches_that_rollback_and_restart_undo_and_redo() {
+        let disk = FaultStorage::new(FaultConfig::new(8)).unwrap();
+        let root;
+        let long = |i: u64| value(i, 300);
+        {
+            let e = open(&disk, 64);
+            let t = BTree::create(e.txns(), e.space()).unwrap();
+            root = t.root();
+            let mut tx = e.begin();
+            for i in 0..200 {
+                t.insert(&mut tx, &key(i), &long(i)).unwrap();
+            }
+            tx.commit().unwrap();
+            e.pool().flush_all().unwrap();
+            // One changed byte of a 300-byte value: a PATCH of one byte, redo and undo
+            // together far below the 600 bytes of a REPLACE's two entries.
+            let mut tx = e.begin();
+            let before = e.log().end_lsn();
+            let r = t.read_for_update(&mut tx, &key(7)).unwrap().unwrap();
+            t.write_read(&mut tx, &key(7), r, &poked(&long(7), 40))
+                .unwrap();
+            let logged = e.log().end_lsn().0 - before.0;
+            assert!(logged < 150, "a one-byte update logged {logged} bytes");
+            // The ordinary path patches too; a length change replaces.
+            t.update(&mut tx, &key(8), &poked(&long(8), 299)).unwrap();
+            t.update(&mut tx, &key(9), &long(1009)[..299]).unwrap();
+            tx.commit().unwrap();
+            // Rolled back: two patches of one key and one of another.
+            let mut tx = e.begin();
+            t.update(&mut tx, &key(10), &poked(&long(10), 0)).unwrap();
+            t.update(&mut tx, &key(10), &poked(&poked(&long(10), 0), 150))
+                .unwrap();
+            t.update(&mut tx, &key(11), &poked(&long(11), 5)).unwrap();
+            tx.abort().unwrap();
+            assert_eq!(t.get(&key(10)).unwrap(), Some(long(10)));
+            assert_eq!(t.get(&key(11)).unwrap(), Some(long(11)));
+            // A loser, its records durable and its pages not written: restart redoes the
+            // committed and the loser's patches onto the old pages, then undoes the loser's.
+            let mut tx = e.begin();
+            t.update(&mut tx, &key(12), &poked(&long(12), 77)).unwrap();
+            let r = t.read_for_update(&mut tx, &key(12)).unwrap().unwrap();
+            let twice = poked(r.value(), 78);
+            t.write_read(&mut tx, &key(12), r, &twice).unwrap();
+            t.update(&mut tx, &key(13), &poked(&long(13), 1)).unwrap();
+            e.log().wait_all_durable().unwrap();
+            disk.crash_now();
+            std::mem::forget(tx);
+        }
+        disk.restart();
+        let e = open(&disk, 64);
+        assert_eq!(e.restart_report().losers, 1);
+        let t = BTree::open(e.pool().clone(), e.space().clone(), root).unwrap();
+        assert_eq!(t.get(&key(7)).unwrap(), Some(poked(&long(7), 40)));
+        assert_eq!(t.get(&key(8)).unwrap(), Some(poked(&long(8), 299)));
+        assert_eq!(t.get(&key(9)).unwrap(), Some(long(1009)[..299].to_vec()));
+        for i in [10, 11, 12, 13, 14] {
+            assert_eq!(t.get(&key(i)).unwrap(), Some(long(i)), "key {i}");
         }
         assert_sound(&t);
         e.close().unwrap();

@@ -602,6 +602,9 @@ enum Op {
     Insert(u16, u16),
     Upsert(u16, u16),
     Update(u16, u16),
+    /// Key, byte position (modulo the value's length), new byte: an update of one byte,
+    /// logged as a PATCH when the value is inline.
+    Patch(u16, u16, u8),
     Delete(u16),
     Get(u16),
     /// From, to, forward, batch limit (0: none), bound kinds (3 × 3: each bound included,
@@ -618,6 +621,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (k.clone(), len.clone()).prop_map(|(k, l)| Op::Insert(k, l)),
         2 => (k.clone(), len.clone()).prop_map(|(k, l)| Op::Upsert(k, l)),
         2 => (k.clone(), len).prop_map(|(k, l)| Op::Update(k, l)),
+        2 => (k.clone(), 0u16..1000, any::<u8>()).prop_map(|(k, at, b)| Op::Patch(k, at, b)),
         3 => k.clone().prop_map(Op::Delete),
         1 => k.clone().prop_map(Op::Get),
         2 => (k.clone(), k, any::<bool>(), 0u8..4, 0u8..9)
@@ -683,6 +687,20 @@ proptest! {
                         model.insert(k.clone(), v.clone());
                     }
                     prop_assert_eq!(t.update(&mut tx, &k, &v).unwrap(), old);
+                }
+                Op::Patch(k, at, byte) => {
+                    let k = pkey(k);
+                    if let Some(mut v) = model.get(&k).cloned().filter(|v| !v.is_empty()) {
+                        let n = v.len();
+                        v[usize::from(at) % n] = byte;
+                        if at % 2 == 0 {
+                            t.update(&mut tx, &k, &v).unwrap();
+                        } else {
+                            let r = t.read_for_update(&mut tx, &k).unwrap().unwrap();
+                            t.write_read(&mut tx, &k, r, &v).unwrap();
+                        }
+                        model.insert(k, v);
+                    }
                 }
                 Op::Delete(k) => {
                     let k = pkey(k);

@@ -678,11 +678,9 @@ impl BTree {
                     Ok(None)
                 }
                 Some(old) => {
-                    log.log(&mut x, wal::redo_replace(&entry), pos, || {
-                        wal::undo_replace(root, &old)
-                    })?;
-                    let k = node::entry_key(x.page_id(), &old)?.len();
-                    Ok(Some(old[node::KEY_LEN_BYTES + k..].to_vec()))
+                    let change = wal::EntryChange::new(&old, &entry, key.len());
+                    log.log(&mut x, change.redo(), pos, || change.undo(root))?;
+                    Ok(Some(old[node::KEY_LEN_BYTES + key.len()..].to_vec()))
                 }
             };
         }
@@ -779,6 +777,48 @@ impl BTree {
         let key = node::entry_key(self.root, entry)?;
         let tagged = &entry[node::KEY_LEN_BYTES + key.len()..];
         self.put(ctx, key, tagged, Put::Insert).map(|_| ())
+    }
+
+    /// Logical undo of an update logged as a PATCH: puts the `old` bytes back at byte `at`
+    /// of `key`'s entry, wherever the entry lives now, logging a PATCH compensation record.
+    /// Later changes of the key were undone first (the transaction held its X lock), so the
+    /// entry has the length and the inline tag that the patched one had.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the key is gone or its entry no longer holds the range.
+    pub(crate) fn undo_patch(
+        &self,
+        ctx: &mut UndoContext<'_>,
+        key: &[u8],
+        at: usize,
+        old: &[u8],
+    ) -> Result<()> {
+        loop {
+            let Some(mut x) = self.leaf_exclusive(key)? else {
+                continue;
+            };
+            let pos = {
+                let n = Node::open(x.bytes())?;
+                let pos = n
+                    .search(key)?
+                    .map_err(|_| self.corrupt(x.page_id(), "undo of an update: the key is gone"))?;
+                let fits = at > node::KEY_LEN_BYTES + key.len()
+                    && at + old.len() <= n.entry_len(pos)?;
+                if !fits {
+                    return Err(self.corrupt(
+                        x.page_id(),
+                        format!(
+                            "undo of an update: bytes {at}..{} are not in the value of {}",
+                            at + old.len(),
+                            printable(key)
+                        ),
+                    ));
+                }
+                pos
+            };
+            ctx.log(&mut x, wal::redo_patch(key, at, old), pos, Vec::new)?;
+            return Ok(());
+        }
     }
 
     /// Logical undo of an update: puts the old entry back.

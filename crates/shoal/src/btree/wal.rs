@@ -8,14 +8,24 @@
 //!   3 REMOVE   [key]                              remove the entry with that key
 //!   4 TRUNCATE [keep u32][right u64][high fence]  left half of a split
 //!   5 FORMAT   [node image]                       the whole node (root growth, CLRs)
+//!   6 PATCH    [key_len u16][key][at u16][bytes]  overwrite bytes [at, at + len) of the
+//!                                                 entry with that key (same length)
 //! undo payloads of user changes (logical, btree rule 6)  [2][op][root u64][…]
 //!   0x81 UNDO_INSERT  [key]      0x82 UNDO_REMOVE [entry]    0x83 UNDO_REPLACE [old entry]
+//!   0x85 UNDO_PATCH   [key_len u16][key][at u16][old bytes]
+//!
+//! An update whose new entry has the old one's length and tag is logged as a PATCH of the
+//! bytes between the first and the last that differ, when that is shorter than a REPLACE
+//! ([`EntryChange`]): a TPC-C stock update changes 4 fixed-width fields of a 300-byte row,
+//! and logs them in ~50 bytes of redo and undo instead of ~700 (the byte-range difference
+//! logging of ARIES implementations, e.g. Shore's `update` records or InnoDB's
+//! `MLOG_REC_UPDATE_IN_PLACE`).
 //! undo payloads of structure changes (page-oriented, system transactions)
 //!   a redo payload (e.g. REMOVE of the separator a split inserted), or
 //!   0x84 UNDO_SPLIT [right u64]: put the right half (still intact) back into the left page
 //! ```
 
-use super::node::{NodeImage, NodeMut};
+use super::node::{NodeImage, NodeMut, KEY_LEN_BYTES, VALUE_INLINE};
 use super::tree::BTree;
 use crate::error::{Error, Result};
 use crate::log::record::LogRecord;
@@ -33,10 +43,12 @@ const OP_REPLACE: u8 = 2;
 const OP_REMOVE: u8 = 3;
 const OP_TRUNCATE: u8 = 4;
 const OP_FORMAT: u8 = 5;
+const OP_PATCH: u8 = 6;
 const UNDO_INSERT: u8 = 0x81;
 const UNDO_REMOVE: u8 = 0x82;
 const UNDO_REPLACE: u8 = 0x83;
 const UNDO_SPLIT: u8 = 0x84;
+const UNDO_PATCH: u8 = 0x85;
 
 fn payload(op: u8, parts: &[&[u8]]) -> Vec<u8> {
     let len = 2 + parts.iter().map(|p| p.len()).sum::<usize>();
@@ -87,6 +99,112 @@ pub(crate) fn undo_replace(root: PageId, old_entry: &[u8]) -> Vec<u8> {
 }
 pub(crate) fn undo_split(right: PageId) -> Vec<u8> {
     payload(UNDO_SPLIT, &[&right.0.to_le_bytes()])
+}
+
+/// How a change of a leaf entry to another with the same key is logged: as a PATCH of the
+/// differing bytes (module doc) or as a REPLACE of the whole entry.
+pub(crate) struct EntryChange<'a> {
+    old: &'a [u8],
+    new: &'a [u8],
+    key_len: usize,
+    /// The bytes of the entry that differ (first to last), if logged as a PATCH.
+    patch: Option<std::ops::Range<usize>>,
+}
+
+impl<'a> EntryChange<'a> {
+    /// The change of entry `old` to `new` (both `[key_len u16][key][tag][…]`, same key):
+    /// a PATCH when both have one length, their value tags are the inline tag (an
+    /// overflow reference changes through REPLACE, whose undo frees the newer chain), the
+    /// differing bytes start at offsets a `u16` holds, and the PATCH is the shorter record.
+    pub(crate) fn new(old: &'a [u8], new: &'a [u8], key_len: usize) -> EntryChange<'a> {
+        let tag = KEY_LEN_BYTES + key_len;
+        let inline = |e: &[u8]| e.get(tag) == Some(&VALUE_INLINE);
+        let mut patch = None;
+        if old.len() == new.len() && inline(old) && inline(new) {
+            let (o, n) = (&old[tag + 1..], &new[tag + 1..]);
+            let first = o.iter().zip(n).position(|(a, b)| a != b).unwrap_or(o.len());
+            let last = o.len()
+                - o.iter()
+                    .rev()
+                    .zip(n.iter().rev())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(o.len());
+            let (at, end) = (tag + 1 + first, tag + 1 + last.max(first));
+            let patch_bytes = KEY_LEN_BYTES + key_len + 2 + (end - at);
+            if at <= u16::MAX as usize && patch_bytes < new.len() {
+                patch = Some(at..end);
+            }
+        }
+        EntryChange {
+            old,
+            new,
+            key_len,
+            patch,
+        }
+    }
+
+    /// The redo payload: PATCH or REPLACE.
+    pub(crate) fn redo(&self) -> Vec<u8> {
+        match &self.patch {
+            Some(r) => patch(OP_PATCH, None, self.key(), r.start, &self.new[r.clone()]),
+            None => redo_replace(self.new),
+        }
+    }
+
+    /// The undo payload for the tree rooted at `root`: UNDO_PATCH or UNDO_REPLACE.
+    pub(crate) fn undo(&self, root: PageId) -> Vec<u8> {
+        match &self.patch {
+            Some(r) => patch(
+                UNDO_PATCH,
+                Some(root),
+                self.key(),
+                r.start,
+                &self.old[r.clone()],
+            ),
+            None => undo_replace(root, self.old),
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.new[KEY_LEN_BYTES..KEY_LEN_BYTES + self.key_len]
+    }
+}
+
+/// A PATCH redo payload: overwrite bytes `[at, at + bytes.len())` of `key`'s entry.
+pub(crate) fn redo_patch(key: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
+    patch(OP_PATCH, None, key, at, bytes)
+}
+
+/// `[2][op]([root u64])[key_len u16][key][at u16][bytes]`; `at` fits a `u16` (checked by
+/// the callers: [`EntryChange::new`], and an undo's `at` was parsed from one).
+fn patch(op: u8, root: Option<PageId>, key: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(2 + 8 + KEY_LEN_BYTES + key.len() + 2 + bytes.len());
+    v.push(RM_BTREE);
+    v.push(op);
+    if let Some(root) = root {
+        v.extend_from_slice(&root.0.to_le_bytes());
+    }
+    v.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    v.extend_from_slice(key);
+    v.extend_from_slice(&(at as u16).to_le_bytes());
+    v.extend_from_slice(bytes);
+    v
+}
+
+/// A PATCH body `[key_len u16][key][at u16][bytes]` as (key, at, bytes).
+pub(crate) fn parse_patch(lsn: Lsn, body: &[u8]) -> Result<(&[u8], usize, &[u8])> {
+    let bad = || Error::log_corruption(lsn, "bad B-tree patch payload");
+    let n = body
+        .get(..KEY_LEN_BYTES)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+        .ok_or_else(bad)?;
+    let key = body.get(KEY_LEN_BYTES..KEY_LEN_BYTES + n).ok_or_else(bad)?;
+    let rest = &body[KEY_LEN_BYTES + n..];
+    let at = rest
+        .get(..2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+        .ok_or_else(bad)?;
+    Ok((key, at, &rest[2..]))
 }
 
 fn split_u64(lsn: Lsn, b: &[u8]) -> Result<(u64, &[u8])> {
@@ -155,6 +273,10 @@ impl ResourceManager for BTreeRm {
             OP_INSERT => NodeMut::open(page)?.insert(body, near),
             OP_REPLACE => NodeMut::open(page)?.replace(body, near),
             OP_REMOVE => NodeMut::open(page)?.remove(body, near),
+            OP_PATCH => {
+                let (key, at, bytes) = parse_patch(lsn, body)?;
+                NodeMut::open(page)?.patch(key, at, bytes, near)
+            }
             OP_TRUNCATE => {
                 let bad = || Error::log_corruption(lsn, "bad B-tree truncate payload");
                 if body.len() < 13 {
@@ -184,7 +306,7 @@ impl ResourceManager for BTreeRm {
             .and_then(|b| b.split_first())
             .ok_or_else(|| Error::log_corruption(lsn, "empty B-tree undo payload"))?;
         match op {
-            OP_INSERT | OP_REPLACE | OP_REMOVE | OP_FORMAT | OP_TRUNCATE => {
+            OP_INSERT | OP_REPLACE | OP_REMOVE | OP_FORMAT | OP_TRUNCATE | OP_PATCH => {
                 ctx.compensate(rec.page_id, rec.undo.clone())
             }
             UNDO_SPLIT => {
@@ -192,13 +314,17 @@ impl ResourceManager for BTreeRm {
                 let merged = unsplit(ctx, rec.page_id, PageId(right))?;
                 ctx.compensate(rec.page_id, redo_format(&merged))
             }
-            UNDO_INSERT | UNDO_REMOVE | UNDO_REPLACE => {
+            UNDO_INSERT | UNDO_REMOVE | UNDO_REPLACE | UNDO_PATCH => {
                 let (root, rest) = split_u64(lsn, body)?;
                 let tree = BTree::handle(ctx.pool().clone(), self.space.clone(), PageId(root));
                 match op {
                     UNDO_INSERT => tree.undo_insert(ctx, rest),
                     UNDO_REMOVE => tree.undo_remove(ctx, rest),
-                    _ => tree.undo_replace(ctx, rest),
+                    UNDO_REPLACE => tree.undo_replace(ctx, rest),
+                    _ => {
+                        let (key, at, old) = parse_patch(lsn, rest)?;
+                        tree.undo_patch(ctx, key, at, old)
+                    }
                 }
             }
             _ => Err(Error::log_corruption(
@@ -236,4 +362,61 @@ fn unsplit(ctx: &UndoContext<'_>, left: PageId, right: PageId) -> Result<NodeIma
     l.high = r.high;
     l.right = r.right;
     Ok(l)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::btree::node::inline_leaf_entry;
+
+    #[test]
+    fn an_entry_change_is_a_patch_only_where_that_is_shorter_and_safe() {
+        let key = b"key-0001";
+        let old_v: Vec<u8> = (0..100u8).collect();
+        let entry = |v: &[u8]| inline_leaf_entry(key, v);
+        let change = |new_v: &[u8]| {
+            let (o, n) = (entry(&old_v), entry(new_v));
+            let c = EntryChange::new(&o, &n, key.len());
+            (c.patch.clone(), c.redo(), c.undo(PageId(9)))
+        };
+        // Bytes 10 and 12 differ: one PATCH of bytes 10..=12 of the value.
+        let mut v = old_v.clone();
+        v[10] = 0xff;
+        v[12] = 0xfe;
+        let (p, redo, undo) = change(&v);
+        let at = KEY_LEN_BYTES + key.len() + 1 + 10;
+        assert_eq!(p, Some(at..at + 3));
+        assert_eq!(redo[1], OP_PATCH);
+        assert_eq!(
+            parse_patch(Lsn(1), &redo[2..]).unwrap(),
+            (&key[..], at, &v[10..13])
+        );
+        assert_eq!(undo[1], UNDO_PATCH);
+        assert_eq!(&undo[2..10], &9u64.to_le_bytes());
+        let (k, a, old) = parse_patch(Lsn(1), &undo[10..]).unwrap();
+        assert_eq!((k, a, old), (&key[..], at, &old_v[10..13]));
+        // No change: an empty patch.
+        assert_eq!(change(&old_v).0.map(|r| r.len()), Some(0));
+        // Every byte changed, or a length change: REPLACE.
+        let all: Vec<u8> = old_v.iter().map(|b| !b).collect();
+        let (p, redo, undo) = change(&all);
+        assert_eq!((p, redo[1], undo[1]), (None, OP_REPLACE, UNDO_REPLACE));
+        assert_eq!(change(&old_v[..99]).0, None);
+        // An overflow reference's tag: REPLACE (its undo frees the newer chain).
+        let mut tagged = entry(&old_v);
+        tagged[KEY_LEN_BYTES + key.len()] = 1;
+        let o = entry(&old_v);
+        assert!(EntryChange::new(&o, &tagged, key.len()).patch.is_none());
+        assert!(EntryChange::new(&tagged, &o, key.len()).patch.is_none());
+    }
+
+    #[test]
+    fn a_bad_patch_payload_is_log_corruption() {
+        for body in [&[][..], &[5, 0, 1, 2], &[1, 0, 7], &[1, 0, 7, 3]] {
+            assert!(matches!(
+                parse_patch(Lsn(3), body),
+                Err(Error::LogCorruption { .. })
+            ));
+        }
+    }
 }

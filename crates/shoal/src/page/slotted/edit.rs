@@ -261,6 +261,25 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         Ok(())
     }
 
+    /// Overwrites bytes `[at, at + bytes.len())` of slot `slot`'s record with `bytes`; the
+    /// record keeps its length and place, the slot its hint.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `slot >= slot_count()`; [`Error::Corruption`] if the
+    /// slot points outside the heap or the range runs past the record. The page is
+    /// unchanged in these cases.
+    pub fn patch(&mut self, slot: usize, at: usize, bytes: &[u8]) -> Result<()> {
+        let (offset, len) = self.head.slot_entry(&*self.page, slot)?;
+        if at.checked_add(bytes.len()).map_or(true, |end| end > len) {
+            return Err(self.head.corrupt(format!(
+                "patch of bytes {at}..{} of the {len}-byte record in slot {slot}",
+                at.saturating_add(bytes.len())
+            )));
+        }
+        self.page.write_from(offset + at, bytes);
+        Ok(())
+    }
+
     /// Replaces slot `slot`'s record with `record` (its hint stays). A record that does not grow is rewritten in
     /// place (the bytes it no longer needs become fragmented); one that grows is written to
     /// new heap space, compacting the page first if needed, and its old bytes are freed.
