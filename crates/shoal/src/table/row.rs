@@ -141,7 +141,7 @@ impl Row {
             self.values[i] = value;
             return self;
         }
-        let mut names = self.own_names();
+        let mut names = self.take_names();
         names.push(Some(name));
         self.values.push(value);
         self.names = Names::Own(names);
@@ -289,9 +289,11 @@ impl Row {
         }
     }
 
-    fn own_names(&self) -> Vec<Option<String>> {
-        match &self.names {
-            Names::Own(names) => names.clone(),
+    /// The names as a list of its own, taken out of the row (moved, not copied: a row
+    /// built by a chain of [`Row::with`] copies no names).
+    fn take_names(&mut self) -> Vec<Option<String>> {
+        match std::mem::replace(&mut self.names, Names::Own(Vec::new())) {
+            Names::Own(names) => names,
             Names::Table(def) => def.columns().iter().map(|c| Some(c.name.clone())).collect(),
         }
     }
