@@ -447,6 +447,16 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(self.ranges(i)?.1)
     }
 
+    /// [`hint_of`] entry `i`'s key for hint offset `offset`, read in place.
+    fn hint_at(&self, i: usize, offset: usize) -> Result<u32> {
+        let r = self.key_range(i)?;
+        let n = r.len().saturating_sub(offset).min(HINT_BYTES);
+        if n == 0 {
+            return Ok(0);
+        }
+        Ok((self.s.page().head_be(r.start + offset, n) >> 32) as u32)
+    }
+
     /// Compares entry `i`'s key with a probe: first the 8-byte heads (one or two loads, no
     /// copy), then, only if both keys are longer than 8 bytes and their heads are equal, the
     /// rest, 8 bytes at a time in the same way (composite keys of 4-byte integers differ in
@@ -754,6 +764,21 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     pub(crate) fn key_is(&self, i: usize, key: &[u8]) -> Result<bool> {
         let probe = Probe::new(key, self.hint_offset);
         Ok(self.cmp_probe(i, &probe)? == Ordering::Equal)
+    }
+
+    /// Leaf entry `i`'s value tag byte ([`VALUE_INLINE`] or an overflow reference's).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the entry has no byte after its key.
+    pub(crate) fn value_tag(&self, i: usize) -> Result<u8> {
+        let (r, k) = self.ranges(i)?;
+        if k.end >= r.end {
+            return Err(Error::corruption(
+                self.page_id(),
+                format!("leaf entry {i} has no value tag"),
+            ));
+        }
+        Ok(self.s.page().u8_at(k.end))
     }
 
     /// Leaf entry `i`'s value: an inline value copied without its tag (one copy, no
@@ -1093,8 +1118,8 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
     /// key and its length stay, so the entry's order and hint do too.
     ///
     /// # Errors
-    /// [`Error::Corruption`] if the key is absent, or the range starts inside the key or
-    /// runs past the entry.
+    /// [`Error::Corruption`] if the node is not a leaf, the key is absent, its value is not
+    /// inline, or the range does not lie inside the value.
     pub(crate) fn patch(
         &mut self,
         key: &[u8],
@@ -1103,10 +1128,14 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
         near: Option<usize>,
     ) -> Result<()> {
         let pos = self.find(key, near)?;
-        if at < KEY_LEN_BYTES + key.len() {
+        let view = self.view()?;
+        if !view.is_leaf()
+            || at <= KEY_LEN_BYTES + key.len()
+            || view.value_tag(pos)? != VALUE_INLINE
+        {
             return Err(Error::corruption(
                 self.page_id(),
-                format!("B-tree patch at byte {at} of an entry: inside its key"),
+                format!("B-tree patch at byte {at} of an entry: not inside an inline leaf value"),
             ));
         }
         self.s.patch(FIRST_ENTRY + pos, at, bytes)
@@ -1201,9 +1230,16 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
     fn rehint(&mut self, offset: usize) -> Result<()> {
         self.s
             .write_special(SP_HINT_OFFSET, &(offset as u16).to_le_bytes())?;
-        for i in 0..self.view()?.entry_count() {
-            let key = self.view()?.key(i)?;
-            self.s.set_hint(FIRST_ENTRY + i, hint_of(&key, offset))?;
+        // Read in place (no copy of each key), then written: a split's left half rehints
+        // every entry it keeps.
+        let hints = {
+            let v = self.view()?;
+            (0..v.entry_count())
+                .map(|i| v.hint_at(i, offset))
+                .collect::<Result<Vec<u32>>>()?
+        };
+        for (i, hint) in hints.into_iter().enumerate() {
+            self.s.set_hint(FIRST_ENTRY + i, hint)?;
         }
         Ok(())
     }
@@ -1247,6 +1283,23 @@ mod tests {
                 let want = low.as_ref().map_or(true, |l| l <= k)
                     && high.as_ref().map_or(true, |h| k < h);
                 prop_assert_eq!(n.covers(k).unwrap(), want, "key {:?}", k);
+            }
+        }
+    }
+
+    proptest! {
+        /// A hint read in place (`hint_at`, as `rehint` reads them) is `hint_of` the key
+        /// copied out, at every offset, for keys shorter and longer than the offset.
+        #[test]
+        fn in_place_hints_match_hint_of(
+            keys in proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 0..14), 1..30),
+            offset in 0usize..16,
+        ) {
+            let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+            let page = leaf(&keys, None, None);
+            let n = Node::open(page.as_slice()).unwrap();
+            for (i, k) in keys.iter().enumerate() {
+                prop_assert_eq!(n.hint_at(i, offset).unwrap(), super::hint_of(k, offset));
             }
         }
     }

@@ -251,14 +251,23 @@ mod tests {
             let logged = e.log().end_lsn().0 - before.0;
             assert!(logged < 150, "a one-byte update logged {logged} bytes");
             // The ordinary path patches too; a length change replaces.
+            let before = e.log().end_lsn();
             t.update(&mut tx, &key(8), &poked(&long(8), 299)).unwrap();
+            let logged = e.log().end_lsn().0 - before.0;
+            assert!(logged < 150, "a one-byte update logged {logged} bytes");
             t.update(&mut tx, &key(9), &long(1009)[..299]).unwrap();
             tx.commit().unwrap();
-            // Rolled back: two patches of one key and one of another.
+            // Rolled back: three overlapping patches of one key (undone newest first) and
+            // one of another.
             let mut tx = e.begin();
-            t.update(&mut tx, &key(10), &poked(&long(10), 0)).unwrap();
-            t.update(&mut tx, &key(10), &poked(&poked(&long(10), 0), 150))
-                .unwrap();
+            let mut v = long(10);
+            for range in [20..40, 30..35, 10..60] {
+                for b in &mut v[range] {
+                    *b = b.wrapping_add(1);
+                }
+                t.update(&mut tx, &key(10), &v).unwrap();
+            }
+            assert_eq!(t.get(&key(10)).unwrap(), Some(v));
             t.update(&mut tx, &key(11), &poked(&long(11), 5)).unwrap();
             tx.abort().unwrap();
             assert_eq!(t.get(&key(10)).unwrap(), Some(long(10)));

@@ -802,8 +802,12 @@ impl BTree {
                 let pos = n
                     .search(key)?
                     .map_err(|_| self.corrupt(x.page_id(), "undo of an update: the key is gone"))?;
+                // The entry must still hold an inline value around the range: a patch
+                // never writes into an overflow reference (which a change made without
+                // the key's lock, in a tree that takes none, could have put there).
                 let fits = at > node::KEY_LEN_BYTES + key.len()
-                    && at + old.len() <= n.entry_len(pos)?;
+                    && at + old.len() <= n.entry_len(pos)?
+                    && n.value_tag(pos)? == node::VALUE_INLINE;
                 if !fits {
                     return Err(self.corrupt(
                         x.page_id(),

@@ -408,6 +408,12 @@ mod tests {
         let o = entry(&old_v);
         assert!(EntryChange::new(&o, &tagged, key.len()).patch.is_none());
         assert!(EntryChange::new(&tagged, &o, key.len()).patch.is_none());
+        // Two overflow references of one length differing in a byte: REPLACE too.
+        let mut tagged2 = tagged.clone();
+        tagged2[30] ^= 1;
+        assert!(EntryChange::new(&tagged, &tagged2, key.len())
+            .patch
+            .is_none());
     }
 
     #[test]
