@@ -45,7 +45,7 @@ pub fn encode(page: &[u8], flags: u32) -> Vec<u8> {
 fn longest_zero_run(page: &[u8]) -> (usize, usize) {
     let (mut best_off, mut best_len, mut run_off, mut run_len) = (0, 0, 0, 0);
     for (i, w) in page.chunks_exact(8).enumerate() {
-        if w.iter().all(|&b| b == 0) {
+        if u64::from_ne_bytes(w.try_into().expect("8 bytes")) == 0 {
             if run_len == 0 {
                 run_off = i * 8;
             }
