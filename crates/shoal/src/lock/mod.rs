@@ -14,7 +14,7 @@
 //!     local map: name → held mode, long/short parts      ── covered? return (O1)
 //!     │ weak mode on a table-level name, no strong request ─► own fast-path slot (F1)
 //!     ▼ otherwise
-//!   LockTable: buckets[hash & mask], each { latch, heads }  ── T1–T6
+//!   LockTable: buckets[place & mask], each { latch, heads }  ── T1–T6
 //!     head: name, group mode, queue [owner, granted, wanted]
 //!     │ must wait
 //!     ▼
@@ -36,7 +36,8 @@
 //! and `tadom.rs` and answered by [`ModeTable::is_quoted`] and [`ModeTable::is_literal`].
 //!
 //! ## Lock table rules
-//! 1. **T1 Partitions.** A name's bucket is its hash's low bits; the bucket's latch guards
+//! 1. **T1 Partitions.** A name's bucket is its place's low bits (`LockName::place`: keys
+//!    that differ only in their last byte go to consecutive buckets); the bucket's latch guards
 //!    its heads and their queues. A latch is held for a short scan or update only — never
 //!    while parking, never with another bucket latch.
 //! 2. **T2 One head per locked name, one request per owner per head.** A conversion changes

@@ -11,6 +11,15 @@
 //! so the lock table and the per-transaction lock set never hash it again. Key and node
 //! bytes up to [`INLINE_BYTES`] long are stored inline; longer ones on the heap (any length
 //! works). Equality compares the full bytes, never only the hash.
+//!
+//! **Placement.** Besides its hash a name carries its *place*, which picks its lock-table
+//! bucket ([`LockName::place`]): for a key or node, the hash of everything but the last
+//! byte, plus that byte. Keys that differ only in their last byte — consecutive integers,
+//! a TPC-C order's lines, the rows of a bulk insert — then lie in consecutive buckets, whose
+//! cache lines the hardware prefetcher fetches ahead, instead of one cold line per lock
+//! (insert benchmark: the bucket latch's miss was 6 % of the time). Other keys spread as
+//! uniformly as the hash does. The hash itself still depends on every byte (the lock set's
+//! map uses its high bits).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -82,6 +91,8 @@ struct Inline([u8; INLINE_BYTES]);
 #[derive(Clone)]
 pub struct LockName {
     hash: u64,
+    /// Bucket placement (module doc, "Placement"); in what was padding.
+    place: u32,
     /// Row id, or the edge kind for edges; 0 otherwise.
     id: u64,
     db: u32,
@@ -94,6 +105,9 @@ pub struct LockName {
     /// Key or node bytes longer than [`INLINE_BYTES`].
     heap: Option<Box<[u8]>>,
 }
+
+// The place lives in what was padding: a name stays 72 bytes.
+const _: () = assert!(std::mem::size_of::<LockName>() == 72);
 
 const SEED: u64 = 0x243f_6a88_85a3_08d3;
 const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -117,11 +131,18 @@ fn finish(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-fn hash_of(kind: NameKind, db: u32, container: u32, id: u64, bytes: &[u8]) -> u64 {
+/// The hash of a name and its place (module doc): both start from the kind, ids and
+/// length, then mix all bytes but the last; the place is that state finished plus the last
+/// byte, the hash is the state with the last byte mixed in, finished.
+fn hash_of(kind: NameKind, db: u32, container: u32, id: u64, bytes: &[u8]) -> (u64, u32) {
     let mut h = mix(SEED, ((kind as u64) << 32) | db as u64);
     h = mix(h, ((container as u64) << 32) | bytes.len() as u64);
     h = mix(h, id);
-    let mut chunks = bytes.chunks_exact(8);
+    let Some((&last, body)) = bytes.split_last() else {
+        let f = finish(h);
+        return (f, f as u32);
+    };
+    let mut chunks = body.chunks_exact(8);
     for c in &mut chunks {
         let mut w = [0u8; 8];
         w.copy_from_slice(c);
@@ -133,7 +154,8 @@ fn hash_of(kind: NameKind, db: u32, container: u32, id: u64, bytes: &[u8]) -> u6
         w[..rest.len()].copy_from_slice(rest);
         h = mix(h, u64::from_le_bytes(w));
     }
-    finish(h)
+    let place = (finish(h) as u32).wrapping_add(u32::from(last));
+    (finish(mix(h, 0x100 | u64::from(last))), place)
 }
 
 impl LockName {
@@ -146,8 +168,10 @@ impl LockName {
         } else {
             (0, Some(bytes.into()))
         };
+        let (hash, place) = hash_of(kind, db, container, id, bytes);
         LockName {
-            hash: hash_of(kind, db, container, id, bytes),
+            hash,
+            place,
             id,
             db,
             container,
@@ -231,6 +255,14 @@ impl LockName {
     #[inline]
     pub fn hash64(&self) -> u64 {
         self.hash
+    }
+
+    /// Where the name goes in the lock table: its bucket is `place & (buckets - 1)`. Names
+    /// that differ only in their last byte have consecutive places (module doc,
+    /// "Placement"); equal names have equal places.
+    #[inline]
+    pub fn place(&self) -> u32 {
+        self.place
     }
 
     /// The name one level up (where an intention lock goes), or `None` for a database.

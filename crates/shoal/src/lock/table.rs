@@ -89,7 +89,7 @@ impl LockTable {
 
     #[inline]
     fn bucket_of(&self, name: &LockName) -> usize {
-        name.hash64() as usize & self.mask
+        name.place() as usize & self.mask
     }
 
     /// Asks for `target` on `name` for `owner`, which holds `held` there in the table
