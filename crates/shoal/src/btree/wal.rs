@@ -14,12 +14,12 @@
 //!   0x81 UNDO_INSERT  [key]      0x82 UNDO_REMOVE [entry]    0x83 UNDO_REPLACE [old entry]
 //!   0x85 UNDO_PATCH   [key_len u16][key][at u16][old bytes]
 //!
-//! An update whose new entry has the old one's length and tag is logged as a PATCH of the
-//! bytes between the first and the last that differ, when that is shorter than a REPLACE
-//! ([`EntryChange`]): a TPC-C stock update changes 4 fixed-width fields of a 300-byte row,
-//! and logs them in ~50 bytes of redo and undo instead of ~700 (the byte-range difference
-//! logging of ARIES implementations, e.g. Shore's `update` records or InnoDB's
-//! `MLOG_REC_UPDATE_IN_PLACE`).
+//! An update whose new entry has the old one's length, both values inline, is logged as a
+//! PATCH of the bytes between the first and the last that differ, when that is shorter than
+//! a REPLACE ([`EntryChange`]): a TPC-C stock update changes 4 fixed-width fields of a
+//! 300-byte row, and logs them in ~50 bytes of redo and undo instead of ~700. (InnoDB's
+//! in-place update records, `MLOG_REC_UPDATE_IN_PLACE`, likewise carry only the changed
+//! fields.)
 //! undo payloads of structure changes (page-oriented, system transactions)
 //!   a redo payload (e.g. REMOVE of the separator a split inserted), or
 //!   0x84 UNDO_SPLIT [right u64]: put the right half (still intact) back into the left page
