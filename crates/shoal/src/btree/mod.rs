@@ -94,17 +94,22 @@
 //!     or a value stored out of line falls back to [`BTree::update`].
 //! 13. **Last-leaf hint** (after PostgreSQL's nbtree "fastpath" for inserts into the
 //!     rightmost leaf, `nbtinsert.c`). A handle remembers, per thread stripe, the leaf that
-//!     took the thread's last insert *after all of that leaf's entries*, with the space
-//!     manager's unlink epoch read under the leaf's X latch. The thread's next insert or
-//!     update first reads that leaf optimistically and upgrades to its X latch (never
-//!     waiting: a leaf another thread holds is a miss), and uses it if the epoch is unchanged
-//!     and the leaf is a leaf of this tree whose fences cover the key; otherwise it forgets
-//!     the hint and descends. An ascending load then skips the descent for all but the first insert
-//!     of each leaf. The fences suffice for a reachable leaf (rule 1: a split narrows them
-//!     under the leaf's latch); the epoch is what rules out a leaf that is no longer
-//!     reachable, because a merge or root shrink bumps it while it holds the X latch of the
-//!     page it unlinks (space invariant 6) — a merged-away page keeps its fences and
-//!     entries until it is reused.
+//!     took the thread's last insert, with the space manager's unlink epoch read under the
+//!     leaf's X latch and a confidence of 0–3. The thread's next insert or update, if the
+//!     confidence is at least 1, first reads that leaf optimistically and upgrades to its X
+//!     latch (never waiting: a leaf another thread holds is a miss), and uses it if the
+//!     epoch is unchanged and the leaf is a leaf of this tree whose fences cover the key;
+//!     otherwise it lowers the confidence and descends. A hit, or a descent that lands on the
+//!     remembered leaf anyway, raises the confidence; an insert after all of a leaf's entries
+//!     sets it to at least 2. An ascending load then skips the descent for all but the first
+//!     insert of each leaf, and so does a run of inserts into one place inside a leaf (a
+//!     TPC-C order's lines, which go after their district's last order and before the next
+//!     district's first), while random inserts stop trying the hint after a miss or two.
+//!     The fences suffice for a reachable leaf (rule 1: a split narrows them under the
+//!     leaf's latch); the epoch is what rules out a leaf that is no longer reachable,
+//!     because a merge or root shrink bumps it while it holds the X latch of the page it
+//!     unlinks (space invariant 6) — a merged-away page keeps its fences and entries until
+//!     it is reused.
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's

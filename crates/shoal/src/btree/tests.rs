@@ -403,6 +403,41 @@ fn an_insert_after_a_merge_does_not_follow_the_hint_to_the_merged_away_leaf() {
     e.close().unwrap();
 }
 
+/// The last-leaf hint follows a run of inserts into one place inside a leaf (its
+/// confidence rises to the maximum and it names that leaf), and random inserts stop trying
+/// it (its confidence falls to zero); the tree stays sound and complete.
+#[test]
+fn the_last_leaf_hint_follows_runs_inside_a_leaf_and_not_random_inserts() {
+    let disk = FaultStorage::new(FaultConfig::new(17)).unwrap();
+    let e = open(&disk, 256);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    // About 25 entries a leaf: 80 leaves, so that scattered keys seldom share one.
+    for i in 0..2000 {
+        t.insert(&mut tx, &key(i * 100), &value(i, 300)).unwrap();
+    }
+    // An ascending load leaves a trusted hint on the last leaf.
+    let last = t.read_leaf_entry(&key(199_900)).unwrap().leaf.page_id();
+    assert_eq!(t.last_leaf_hint(), (last, 3));
+    // A run of keys between 50,000 and 50,100: the first misses the hint and descends, the
+    // rest hit the leaf that took it.
+    for j in 1..20 {
+        t.insert(&mut tx, &key(50_000 + j), &value(j, 20)).unwrap();
+    }
+    let leaf = t.read_leaf_entry(&key(50_005)).unwrap().leaf.page_id();
+    assert_eq!(t.last_leaf_hint(), (leaf, 3));
+    // Scattered keys: each misses or lands elsewhere, and the hint is soon not tried.
+    for j in 0..8u64 {
+        let k = (j * 7_919 % 2000) * 100 + 37;
+        t.insert(&mut tx, &key(k), &value(j, 20)).unwrap();
+    }
+    assert_eq!(t.last_leaf_hint().1, 0);
+    tx.commit().unwrap();
+    assert_eq!(contents(&t).len(), 2000 + 19 + 8);
+    assert_sound(&t);
+    e.close().unwrap();
+}
+
 /// Values too large for a leaf go to overflow chains: 1 MiB round trips, updates between
 /// inline and overflow, deletes and rollbacks free their chains (once durable), and a
 /// committed chain survives a crash with its pages only in the log.

@@ -134,23 +134,61 @@ pub struct BTree {
     pub(crate) root: PageId,
     /// Where the transactional operations lock keys (`None`: they lock nothing).
     pub(crate) locking: Option<LockSpace>,
-    /// The leaf that took each thread's last insert at its end (btree rule 13); boxed, so
-    /// that a handle stays a few words.
+    /// The leaf that took each thread's last insert (btree rule 13); boxed, so that a
+    /// handle stays a few words.
     last_leaf: Box<LastLeaf>,
 }
 
 /// The last-leaf hints (btree rule 13), one per thread stripe ([`LAST_LEAF_SLOTS`] slots,
 /// chosen by [`crate::stats::stripe_index`]), so that threads appending to different parts
 /// of one tree (TPC-C's districts, the `btree` insert benchmark's per-thread key ranges)
-/// do not take turns overwriting one hint. A slot holds a leaf's page id and the space
-/// manager's unlink epoch read while that leaf was reachable and X-latched; `(0, _)` for
-/// none. One `AtomicCell` per slot, so that a reader never pairs one leaf's id with
-/// another's epoch (a seqlock read; a store takes a striped spin lock, and happens only when
-/// the hint changes). A clone of the handle starts without hints.
+/// do not take turns overwriting one hint. A slot holds a [`Hint`]: a leaf's page id, the
+/// space manager's unlink epoch read while that leaf was reachable and X-latched, and a
+/// confidence; page id 0 for none. One `AtomicCell` per slot, so that a reader never pairs
+/// one leaf's id with another's epoch (a seqlock read; a store takes a striped spin lock,
+/// and happens only when the hint changes). A clone of the handle starts without hints.
 struct LastLeaf([HintSlot; LAST_LEAF_SLOTS]);
 
-/// One slot of [`LastLeaf`]: (leaf page id, unlink epoch).
+/// One slot of [`LastLeaf`]: (leaf page id with the hint's confidence in its top byte,
+/// unlink epoch); see [`Hint`].
 type HintSlot = crossbeam_utils::atomic::AtomicCell<(u64, u64)>;
+
+/// Where a slot's first word keeps the confidence (page ids stay far below 2^56).
+const CONF_SHIFT: u32 = 56;
+/// Highest confidence: a streak of this many hits survives this many misses.
+const CONF_MAX: u64 = 3;
+
+/// A slot's contents: the leaf, the unlink epoch read under its latch, and how much the
+/// hint is trusted (btree rule 13). The hint is tried only at confidence 1 or more; a hit,
+/// or a descent that lands on the hinted leaf anyway, raises it; a miss lowers it; an insert
+/// after all of a leaf's entries sets it to at least 2. So an ascending load, or a run of
+/// inserts into one place inside a leaf (a TPC-C order's lines, after the last order of
+/// their district and before the next district's), skips the descent, while random inserts
+/// stop trying the hint after one miss.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Hint {
+    pid: u64,
+    epoch: u64,
+    conf: u64,
+}
+
+impl Hint {
+    fn load(slot: &HintSlot) -> Hint {
+        let (w, epoch) = slot.load();
+        Hint {
+            pid: w & ((1 << CONF_SHIFT) - 1),
+            epoch,
+            conf: w >> CONF_SHIFT,
+        }
+    }
+
+    /// Stores the hint in `slot` if it differs from `old` (what the slot held).
+    fn store_over(self, old: Hint, slot: &HintSlot) {
+        if self != old && self.pid >> CONF_SHIFT == 0 {
+            slot.store((self.pid | self.conf << CONF_SHIFT, self.epoch));
+        }
+    }
+}
 
 /// Slots of [`LastLeaf`]: threads beyond this many share slots.
 const LAST_LEAF_SLOTS: usize = 8;
@@ -560,21 +598,22 @@ impl BTree {
         Ok(Some(x))
     }
 
-    /// The leaf of this thread's last-leaf hint, X-latched, if it still covers `key` (btree
-    /// rule 13); else `None`, and the hint is dropped. The leaf is read optimistically and
-    /// upgraded (never waited for: a leaf another thread holds is a miss). Any failure on
-    /// the way (a page that no longer reads as a node, an I/O error) is a miss too: the
-    /// descent that follows reports what is really wrong.
-    fn hinted_leaf(&self, slot: &HintSlot, key: &[u8]) -> Option<ExclusiveGuard<'_>> {
-        let (pid, epoch) = slot.load();
-        if pid == 0 {
-            return None;
-        }
+    /// The leaf of this thread's last-leaf hint `hint`, X-latched, if it still covers `key`
+    /// (btree rule 13); else `None`, and the hint's confidence is lowered in `slot`. The
+    /// leaf is read optimistically and upgraded (never waited for: a leaf another thread
+    /// holds is a miss). Any failure on the way (a page that no longer reads as a node, an
+    /// I/O error) is a miss too: the descent that follows reports what is really wrong.
+    fn hinted_leaf(
+        &self,
+        slot: &HintSlot,
+        hint: &mut Hint,
+        key: &[u8],
+    ) -> Option<ExclusiveGuard<'_>> {
         let hit = (|| {
-            if self.space.unlink_epoch() != epoch {
+            if self.space.unlink_epoch() != hint.epoch {
                 return None;
             }
-            let page = self.pool.fix_optimistic(PageId(pid)).ok()?;
+            let page = self.pool.fix_optimistic(PageId(hint.pid)).ok()?;
             let covers = {
                 let b = page.bytes();
                 let n = Node::open(&b).ok()?;
@@ -583,21 +622,47 @@ impl BTree {
             // The upgrade validates the read above; under the X latch an unchanged epoch
             // means the page is still reachable (space invariant 6).
             let x = page.upgrade().ok()?;
-            (covers && self.space.unlink_epoch() == epoch).then_some(x)
+            (covers && self.space.unlink_epoch() == hint.epoch).then_some(x)
         })();
         if hit.is_none() {
-            slot.store((0, 0));
+            let old = *hint;
+            hint.conf = hint.conf.saturating_sub(1);
+            hint.store_over(old, slot);
         }
         hit
     }
 
-    /// Records `x`, the X-latched leaf that just took a key after all its entries, as the
-    /// last-leaf hint (btree rule 13), with the unlink epoch read under its latch.
-    fn note_last_leaf(&self, slot: &HintSlot, x: &ExclusiveGuard<'_>) {
-        let hint = (x.page_id().0, self.space.unlink_epoch());
-        if slot.load() != hint {
-            slot.store(hint);
-        }
+    /// This thread's last-leaf hint: the leaf's page id and the confidence (tests).
+    #[cfg(test)]
+    pub(crate) fn last_leaf_hint(&self) -> (PageId, u64) {
+        let h = Hint::load(self.last_leaf.slot());
+        (PageId(h.pid), h.conf)
+    }
+
+    /// Records `x`, the X-latched leaf that just took a new key (at its end if `at_end`),
+    /// as the last-leaf hint (btree rule 13), with the unlink epoch read under its latch and
+    /// the confidence that `hint` (the slot's contents, after any miss) and `hit` (whether
+    /// the hint was tried and used) give.
+    fn note_last_leaf(
+        &self,
+        slot: &HintSlot,
+        hint: Hint,
+        hit: bool,
+        x: &ExclusiveGuard<'_>,
+        at_end: bool,
+    ) {
+        let pid = x.page_id().0;
+        let conf = if hit || pid == hint.pid {
+            (hint.conf + 1).min(CONF_MAX)
+        } else {
+            hint.conf
+        };
+        let new = Hint {
+            pid,
+            epoch: self.space.unlink_epoch(),
+            conf: if at_end { conf.max(2) } else { conf },
+        };
+        new.store_over(hint, slot);
     }
 
     /// Inserts or replaces (per `mode`) the entry of `key` with the tagged value `tagged`;
@@ -610,15 +675,19 @@ impl BTree {
         mode: Put,
     ) -> Result<Option<Vec<u8>>> {
         let entry = leaf_entry(key, tagged);
-        // This thread's hint slot, looked up once; the hint is tried on the first pass only.
+        // This thread's hint slot, looked up once; the hint is tried on the first pass only,
+        // and only if trusted.
         let slot = self.last_leaf.slot();
-        let mut try_hint = true;
+        let mut hint = Hint::load(slot);
+        let mut try_hint = hint.pid != 0 && hint.conf >= 1;
         loop {
             let hinted = if std::mem::take(&mut try_hint) {
-                self.hinted_leaf(slot, key)
+                self.hinted_leaf(slot, &mut hint, key)
             } else {
                 None
             };
+            // Whether this pass's leaf came from the hint.
+            let hit = hinted.is_some();
             let found = match hinted {
                 Some(x) => Some(x),
                 None => self.leaf_exclusive(key)?,
@@ -672,9 +741,7 @@ impl BTree {
                     log.log(&mut x, wal::redo_insert(&entry), pos, || {
                         wal::undo_insert(root, key)
                     })?;
-                    if at_end {
-                        self.note_last_leaf(slot, &x);
-                    }
+                    self.note_last_leaf(slot, hint, hit, &x, at_end);
                     Ok(None)
                 }
                 Some(old) => {
