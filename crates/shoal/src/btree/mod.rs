@@ -77,7 +77,9 @@
 //!     (undo: put back). The right node is left unchanged and freed only once the merge is
 //!     durable (space invariant 5). A parent left underfull merges in turn; a root left with
 //!     one child takes over the child's contents (root shrink). Optimistic readers that were
-//!     on a merged-away node fail validation (its latch was taken X) and restart.
+//!     on a merged-away node fail validation (its latch was taken X) and restart. A
+//!     rollback's removals do not merge (`Logger::merges`): the wait for the merge's
+//!     durability would stall the rollback; a later delete on the leaf merges it.
 //!
 //! 11. **Overflow values** (`overflow.rs`). A value that would make its entry longer than a
 //!     quarter page (up to [`MAX_VALUE_BYTES`]) is written by its transaction to a chain of

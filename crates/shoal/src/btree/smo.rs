@@ -22,8 +22,23 @@ struct SplitPlan {
 impl SplitPlan {
     /// Chooses the split point for making room for `key` (btree rule 4): at the insertion
     /// point when `key` goes after every entry (an ascending load leaves full nodes behind),
-    /// next to it when it goes first in a leaf, otherwise the byte-wise middle.
-    fn choose<P: PageRead + ?Sized>(n: &Node<'_, P>, tree: &BTree, key: &[u8]) -> Result<Self> {
+    /// next to it when it goes first in a leaf, around it when `run` says `key` continues
+    /// an ascending run of inserts inside a leaf, otherwise the byte-wise middle.
+    ///
+    /// A run (TPC-C's order lines: each district's next order goes after its last one and
+    /// before the next district's first) keeps exactly one entry after it in its node, the
+    /// next key its inserts lock, so next-key locking never reads a sibling: the first run
+    /// split moves every later entry but that one right; once the run has filled the node up
+    /// to it, `key` itself becomes the separator, so the run so far stays left, full, and
+    /// goes on in the right node before that same entry. So runs leave full leaves behind
+    /// as an ascending load does (InnoDB likewise splits at the insertion point when a
+    /// page's last inserts were in ascending order).
+    fn choose<P: PageRead + ?Sized>(
+        n: &Node<'_, P>,
+        tree: &BTree,
+        key: &[u8],
+        run: bool,
+    ) -> Result<Self> {
         let count = n.entry_count();
         if count < 2 {
             return Err(tree.corrupt(
@@ -38,6 +53,17 @@ impl SplitPlan {
             count - 1
         } else if pos == 0 && n.is_leaf() {
             1
+        } else if run && n.is_leaf() && pos + 1 < count {
+            // Shed the entries after the run but the first: the run goes on in this node,
+            // before that entry (which its inserts lock as their next key).
+            pos + 1
+        } else if run && n.is_leaf() {
+            // The run filled the node up to the one entry after it: the run so far stays
+            // left, full; `key` itself is the separator, so it and that entry go right.
+            return Ok(SplitPlan {
+                keep: pos,
+                sep: key.to_vec(),
+            });
         } else {
             let sizes = (0..count)
                 .map(|i| n.entry_len(i))
@@ -106,15 +132,18 @@ impl BTree {
     ///
     /// # Errors
     /// Allocation, buffer-pool and log errors; [`crate::Error::Corruption`].
+    /// `run`: `key` continues an ascending run of inserts inside its leaf (a leaf split then
+    /// splits at the insertion point, [`SplitPlan::choose`]).
     pub(crate) fn make_room(
         &self,
         txns: &TxnManager,
         key: &[u8],
         level: u16,
         needed: usize,
+        run: bool,
     ) -> Result<()> {
         let mut spares = Vec::new();
-        let r = self.make_room_with(txns, key, level, needed, &mut spares);
+        let r = self.make_room_with(txns, key, level, needed, run, &mut spares);
         for p in spares {
             // Never linked into the tree: free at once (space invariant 5 does not apply).
             let _ = self.space.free(p);
@@ -128,6 +157,7 @@ impl BTree {
         key: &[u8],
         level: u16,
         needed: usize,
+        run: bool,
         spares: &mut Vec<PageId>,
     ) -> Result<()> {
         loop {
@@ -176,11 +206,11 @@ impl BTree {
             if n.free_bytes() >= needed {
                 return Ok(());
             }
-            let plan = SplitPlan::choose(&n, self, key)?;
+            let plan = SplitPlan::choose(&n, self, key, run)?;
             let sep_needed = inner_entry(&plan.sep, PageId(0)).len() + NODE_SLOT_SIZE;
             if Node::open(p.bytes())?.free_bytes() < sep_needed {
                 drop((x, p));
-                self.make_room_with(txns, key, level + 1, sep_needed, spares)?;
+                self.make_room_with(txns, key, level + 1, sep_needed, false, spares)?;
                 continue;
             }
             let rid = spares.remove(0); // used (or perhaps linked, after an error): never free
@@ -278,7 +308,7 @@ impl BTree {
             if n.level >= MAX_LEVEL {
                 return Err(self.corrupt(self.root, "the tree is too tall"));
             }
-            let plan = SplitPlan::choose(&n, self, key)?;
+            let plan = SplitPlan::choose(&n, self, key, false)?;
             let (left, right) = (plan.left_half(&n, bid)?, plan.right_half(&n)?);
             (n.image()?, plan, left, right)
         };

@@ -166,6 +166,40 @@ fn ascending_load_fills_leaves() {
     e.close().unwrap();
 }
 
+/// Ascending runs inside the tree (TPC-C's order lines: each district's new orders go after
+/// its last one and before the next district's first) split at the insertion point, so the
+/// leaves they fill end nearly full, as an ascending load's do; the tree stays sound.
+#[test]
+fn ascending_runs_inside_the_tree_fill_leaves() {
+    let disk = FaultStorage::new(FaultConfig::new(19)).unwrap();
+    let e = open(&disk, 512);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    // Ten "districts" of one key each, then runs of ten keys (an order's lines) that grow
+    // the districts in turn.
+    let k = |d: u64, i: u64| key(d << 32 | i);
+    let mut tx = e.begin();
+    for d in 0..10 {
+        t.insert(&mut tx, &k(d, 0), &value(d, 16)).unwrap();
+    }
+    for round in 0..300 {
+        for d in 0..10 {
+            for j in 1..=10 {
+                t.insert(&mut tx, &k(d, round * 10 + j), &value(j, 16))
+                    .unwrap();
+            }
+        }
+    }
+    tx.commit().unwrap();
+    let r = assert_sound(&t);
+    assert_eq!(r.keys, 30_010);
+    assert!(
+        r.leaf_fill() >= 0.85,
+        "leaf fill {:.3} ({r:?})",
+        r.leaf_fill()
+    );
+    e.close().unwrap();
+}
+
 #[test]
 fn scans_in_both_directions_with_bounds() {
     let disk = FaultStorage::new(FaultConfig::new(4)).unwrap();
@@ -400,6 +434,50 @@ fn an_insert_after_a_merge_does_not_follow_the_hint_to_the_merged_away_leaf() {
             2 * i + 1
         );
     }
+    e.close().unwrap();
+}
+
+/// A rollback's removals leave underfull leaves unmerged (a merge would wait for the log);
+/// the tree is sound, every committed key is there, and a later delete merges them.
+#[test]
+fn a_rollback_leaves_underfull_leaves_for_a_later_delete_to_merge() {
+    let disk = FaultStorage::new(FaultConfig::new(23)).unwrap();
+    let e = open(&disk, 256);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    for i in 0..2000 {
+        t.insert(&mut tx, &key(i), &value(i, 40)).unwrap();
+    }
+    tx.commit().unwrap();
+    let before = assert_sound(&t).pages_by_level[0];
+    // Fresh leaves at the end of the tree, filled and rolled back.
+    let mut tx = e.begin();
+    for i in 2000..3000 {
+        t.insert(&mut tx, &key(i), &value(i, 40)).unwrap();
+    }
+    tx.abort().unwrap();
+    let after = assert_sound(&t);
+    assert_eq!(after.keys, 2000);
+    // About 15 leaves took the rolled-back keys; merging would leave one.
+    assert!(
+        after.pages_by_level[0] >= before + 10,
+        "the rolled-back leaves were merged: {} leaves, {before} before",
+        after.pages_by_level[0]
+    );
+    // Deletes at the end merge them away again.
+    let mut tx = e.begin();
+    for i in (1990..2000).rev() {
+        t.delete(&mut tx, &key(i)).unwrap();
+    }
+    tx.commit().unwrap();
+    let merged = assert_sound(&t);
+    assert!(
+        merged.pages_by_level[0] < after.pages_by_level[0],
+        "{} leaves after the deletes, {} before",
+        merged.pages_by_level[0],
+        after.pages_by_level[0]
+    );
+    assert_eq!(contents(&t).len(), 1990);
     e.close().unwrap();
 }
 

@@ -50,6 +50,13 @@ pub(crate) trait Logger {
     fn wait_for(&mut self, _w: NextKeyWait) -> Result<()> {
         Ok(())
     }
+    /// Whether a removal that leaves its leaf underfull merges it (btree rule 10). A
+    /// transaction's deletes do; a rollback's do not: a merge frees a page only once its
+    /// unlinking is durable, so it waits for the log, and a rollback — of a New-Order that
+    /// filled a fresh leaf, say — should not. The leaf is merged by a later delete.
+    fn merges(&self) -> bool {
+        false
+    }
 }
 
 impl Logger for Transaction<'_> {
@@ -75,6 +82,9 @@ impl Logger for Transaction<'_> {
     }
     fn wait_for(&mut self, w: NextKeyWait) -> Result<()> {
         w.wait(self)
+    }
+    fn merges(&self) -> bool {
+        true
     }
 }
 
@@ -153,8 +163,11 @@ struct LastLeaf([HintSlot; LAST_LEAF_SLOTS]);
 /// unlink epoch); see [`Hint`].
 type HintSlot = crossbeam_utils::atomic::AtomicCell<(u64, u64)>;
 
-/// Where a slot's first word keeps the confidence (page ids stay far below 2^56).
-const CONF_SHIFT: u32 = 56;
+/// A slot's first word: the page id in its low 48 bits, the confidence in the next 2, and
+/// one more than the entry number of the thread's last insert on that leaf in the top 14
+/// (0: unknown).
+const CONF_SHIFT: u32 = 48;
+const LAST_SHIFT: u32 = 50;
 /// Highest confidence: a streak of this many hits survives this many misses.
 const CONF_MAX: u64 = 3;
 
@@ -165,11 +178,16 @@ const CONF_MAX: u64 = 3;
 /// inserts into one place inside a leaf (a TPC-C order's lines, after the last order of
 /// their district and before the next district's), skips the descent, while random inserts
 /// stop trying the hint after one miss.
+///
+/// The hint also keeps where on the leaf the thread's last insert went, so that a leaf split
+/// can tell an ascending run inside a leaf ([`BTree::make_room`]'s `run`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Hint {
     pid: u64,
     epoch: u64,
     conf: u64,
+    /// Entry number of the thread's last insert on the leaf.
+    last: Option<usize>,
 }
 
 impl Hint {
@@ -178,15 +196,28 @@ impl Hint {
         Hint {
             pid: w & ((1 << CONF_SHIFT) - 1),
             epoch,
-            conf: w >> CONF_SHIFT,
+            conf: (w >> CONF_SHIFT) & CONF_MAX,
+            last: ((w >> LAST_SHIFT) as usize).checked_sub(1),
         }
     }
 
-    /// Stores the hint in `slot` if it differs from `old` (what the slot held).
+    /// Stores the hint in `slot` if it differs from `old` (what the slot held). A page id
+    /// too large for the slot is not stored; an entry number too large is stored as unknown.
     fn store_over(self, old: Hint, slot: &HintSlot) {
-        if self != old && self.pid >> CONF_SHIFT == 0 {
-            slot.store((self.pid | self.conf << CONF_SHIFT, self.epoch));
+        if self == old || self.pid >> CONF_SHIFT != 0 {
+            return;
         }
+        let last = self
+            .last
+            .map_or(0, |i| i + 1)
+            .try_into()
+            .ok()
+            .filter(|&l: &u64| l < 1 << (64 - LAST_SHIFT))
+            .unwrap_or(0);
+        slot.store((
+            self.pid | self.conf << CONF_SHIFT | last << LAST_SHIFT,
+            self.epoch,
+        ));
     }
 }
 
@@ -649,6 +680,7 @@ impl BTree {
         hint: Hint,
         hit: bool,
         x: &ExclusiveGuard<'_>,
+        pos: usize,
         at_end: bool,
     ) {
         let pid = x.page_id().0;
@@ -661,6 +693,7 @@ impl BTree {
             pid,
             epoch: self.space.unlink_epoch(),
             conf: if at_end { conf.max(2) } else { conf },
+            last: Some(pos),
         };
         new.store_over(hint, slot);
     }
@@ -731,8 +764,14 @@ impl BTree {
                 _ => {}
             }
             if entry.len() > room {
+                // An insert right after this thread's last one on this leaf continues an
+                // ascending run: split at the insertion point.
+                let run = old.is_none()
+                    && hint.pid == x.page_id().0
+                    && pos > 0
+                    && hint.last == Some(pos - 1);
                 drop(x);
-                self.make_room(log.manager(), key, 0, entry.len() + NODE_SLOT_SIZE)?;
+                self.make_room(log.manager(), key, 0, entry.len() + NODE_SLOT_SIZE, run)?;
                 continue;
             }
             let root = self.root;
@@ -741,7 +780,7 @@ impl BTree {
                     log.log(&mut x, wal::redo_insert(&entry), pos, || {
                         wal::undo_insert(root, key)
                     })?;
-                    self.note_last_leaf(slot, hint, hit, &x, at_end);
+                    self.note_last_leaf(slot, hint, hit, &x, pos, at_end);
                     Ok(None)
                 }
                 Some(old) => {
@@ -785,7 +824,7 @@ impl BTree {
                     self.pool.page_size(),
                 );
             drop(x);
-            if underfull {
+            if underfull && log.merges() {
                 self.merge_underfull(log.manager(), key, 0)?;
             }
             return Ok(Some(old[node::KEY_LEN_BYTES + k..].to_vec()));
