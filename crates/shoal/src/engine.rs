@@ -142,7 +142,24 @@ impl Engine {
     /// As [`recovery::checkpoint`].
     pub fn checkpoint(&self) -> Result<CheckpointInfo> {
         let _g = self.checkpoint_lock.lock();
+        // Pages whose unlinking is durable by now are freed (space invariant 5).
+        self.space.free_durable(self.txns.log().durable_lsn())?;
         recovery::checkpoint(&self.txns)
+    }
+
+    /// Makes the log durable and frees every page queued to be freed once it is
+    /// ([`SpaceManager::free_after`]): afterwards the space map shows every page that no
+    /// structure reaches as free.
+    ///
+    /// # Errors
+    /// Log errors ([`Error::LogFailed`]); as [`SpaceManager::free`].
+    pub fn free_pending(&self) -> Result<()> {
+        let log = self.txns.log();
+        if self.space.pending_free_count() > 0 {
+            log.wait_all_durable()?;
+            self.space.free_durable(log.durable_lsn())?;
+        }
+        Ok(())
     }
 
     /// Closes cleanly: writes and syncs every dirty page, takes a checkpoint (so the next
@@ -159,6 +176,7 @@ impl Engine {
                 format!("{active} transactions are still active"),
             ));
         }
+        self.free_pending()?;
         self.space.release_caches()?;
         self.pool().close()?;
         self.checkpoint()?;

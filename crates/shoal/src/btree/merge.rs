@@ -35,6 +35,10 @@ enum Merged {
     Yes,
 }
 
+/// Merged-away pages queued to be freed (`SpaceManager::free_after`) beyond which a merge
+/// waits for the log to be durable and frees them all.
+const PENDING_FREES_MAX: usize = 64;
+
 impl BTree {
     /// After a delete left the node at `level` on `key`'s path underfull: merges it with a
     /// sibling under the same parent, then the parent if that left it underfull, and shrinks
@@ -243,9 +247,14 @@ impl BTree {
 
     /// Frees `page`, which a structure modification just committed has made unreachable,
     /// once that commit is durable (space invariant 5: the page must be unreachable on disk
-    /// before the space map can say it is free). Called with no latch held.
+    /// before the space map can say it is free): queued with the log's end LSN, and freed
+    /// with whatever else the log's durable point has passed. Waits for the log only when
+    /// [`PENDING_FREES_MAX`] pages are queued. Called with no latch held.
     fn free_when_durable(&self, txns: &TxnManager, page: PageId) -> Result<()> {
-        txns.log().wait_all_durable()?;
-        self.space.free(page)
+        let log = txns.log();
+        if self.space.free_after(page, log.end_lsn())? >= PENDING_FREES_MAX {
+            log.wait_all_durable()?;
+        }
+        self.space.free_durable(log.durable_lsn()).map(|_| ())
     }
 }

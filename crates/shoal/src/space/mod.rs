@@ -33,6 +33,11 @@
 //!    memory at once, and the map page may reach the disk before whatever made the page
 //!    unreachable does. Until freeing is logged (log issue), a caller must make the page
 //!    unreachable durably before freeing it, or accept a possible double use after a crash.
+//!    [`SpaceManager::free_after`] does the waiting for it: the page is queued with the LSN
+//!    past the records that unlinked it and freed by the first
+//!    [`SpaceManager::free_durable`] that is told the log is durable that far (a B-tree merge
+//!    frees its merged-away page so, instead of waiting for a log sync in its thread). A
+//!    page still queued at a crash stays marked allocated: a leak, never a double use.
 //! 6. **Unlink epoch.** Whoever makes a page unreachable from the structure that held it (a
 //!    B-tree merge, a root shrink) calls [`SpaceManager::note_unlinked`] while it still holds
 //!    that page's X latch; [`SpaceManager::free`] bumps the epoch too. So a page id cached
@@ -68,7 +73,7 @@ use crate::error::{Error, Result};
 use crate::options::EXTENT_PAGES;
 use crate::page::{PageType, PageWrite};
 use crate::stats::stripe_index;
-use crate::types::PageId;
+use crate::types::{Lsn, PageId};
 use cache::Reservation;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
@@ -96,6 +101,8 @@ pub struct SpaceManager {
     /// Invariant 6: bumped whenever a page is made unreachable or freed.
     unlink_epoch: AtomicU64,
     caches: Box<[CachePadded<Mutex<Option<Reservation>>>]>,
+    /// Pages to free once the log is durable up to their LSN (invariant 5).
+    pending_frees: Mutex<Vec<(Lsn, PageId)>>,
     /// How reservations are logged, once installed (invariant 2); weak, since the logger
     /// (the transaction manager) holds this space manager through its resource managers.
     reservation_log: OnceLock<Weak<dyn ReservationLog>>,
@@ -112,6 +119,7 @@ impl SpaceManager {
             hint_group: AtomicU64::new(0),
             free_epoch: AtomicU64::new(0),
             unlink_epoch: AtomicU64::new(0),
+            pending_frees: Mutex::new(Vec::new()),
             caches: (0..CACHE_SHARDS)
                 .map(|_| CachePadded::new(Mutex::new(None)))
                 .collect(),
@@ -371,6 +379,55 @@ impl SpaceManager {
     /// The unlink epoch (invariant 6): how many times a page was made unreachable or freed.
     pub fn unlink_epoch(&self) -> u64 {
         self.unlink_epoch.load(Acquire)
+    }
+
+    /// Queues data page `pid` to be freed once the log is durable up to `lsn`, an LSN past
+    /// every record that made it unreachable (invariant 5). Returns how many pages are
+    /// queued now.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `pid` is not a data page of the file.
+    pub fn free_after(&self, pid: PageId, lsn: Lsn) -> Result<usize> {
+        self.check_data_page(pid)?;
+        let mut q = self.pending_frees.lock();
+        q.push((lsn, pid));
+        Ok(q.len())
+    }
+
+    /// Frees every page queued by [`SpaceManager::free_after`] whose LSN is at most
+    /// `durable`, the log's durable LSN (every record below it is on stable storage).
+    /// Returns how many were freed.
+    ///
+    /// # Errors
+    /// As [`SpaceManager::free`], for the first page that failed; the others are freed.
+    pub fn free_durable(&self, durable: Lsn) -> Result<usize> {
+        let ready: Vec<PageId> = {
+            let mut q = self.pending_frees.lock();
+            if q.iter().all(|&(lsn, _)| lsn > durable) {
+                return Ok(0);
+            }
+            let mut ready = Vec::new();
+            q.retain(|&(lsn, pid)| {
+                let due = lsn <= durable;
+                if due {
+                    ready.push(pid);
+                }
+                !due
+            });
+            ready
+        };
+        let mut first_error = None;
+        for &pid in &ready {
+            if let Err(e) = self.free(pid) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(ready.len()), Err)
+    }
+
+    /// Pages queued by [`SpaceManager::free_after`] and not freed yet.
+    pub fn pending_free_count(&self) -> usize {
+        self.pending_frees.lock().len()
     }
 
     fn note_free(&self, pid: PageId) {

@@ -283,3 +283,38 @@ fn a_full_disk_falls_back_to_one_extent() {
     };
     assert!(matches!(err, Error::NoSpace { .. }), "{err}");
 }
+
+#[test]
+fn a_queued_free_waits_for_its_lsn_to_be_durable() {
+    use crate::types::Lsn;
+    let dir = tempfile::tempdir().unwrap();
+    let space = SpaceManager::create(pool(dir.path())).unwrap();
+    let (a, b) = (space.allocate().unwrap(), space.allocate().unwrap());
+    space.release_caches().unwrap();
+    assert_eq!(space.free_after(a, Lsn(1_000)).unwrap(), 1);
+    assert_eq!(space.free_after(b, Lsn(2_000)).unwrap(), 2);
+    // Not durable far enough: nothing is freed.
+    assert_eq!(space.free_durable(Lsn(999)).unwrap(), 0);
+    assert!(space.is_allocated(a).unwrap() && space.is_allocated(b).unwrap());
+    // Durable past the first: only it.
+    assert_eq!(space.free_durable(Lsn(1_500)).unwrap(), 1);
+    assert!(!space.is_allocated(a).unwrap() && space.is_allocated(b).unwrap());
+    assert_eq!(space.pending_free_count(), 1);
+    assert_eq!(space.free_durable(Lsn(2_000)).unwrap(), 1);
+    assert!(!space.is_allocated(b).unwrap());
+    assert_eq!(space.pending_free_count(), 0);
+    // A header or map page cannot be queued; a page queued twice is a double free when due.
+    assert!(matches!(
+        space.free_after(PageId(0), Lsn(1)),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let c = space.allocate().unwrap();
+    space.free_after(c, Lsn(5)).unwrap();
+    space.free_after(c, Lsn(5)).unwrap();
+    assert!(matches!(
+        space.free_durable(Lsn(5)),
+        Err(Error::PageNotAllocated { .. })
+    ));
+    assert_eq!(space.pending_free_count(), 0);
+    close(space);
+}
