@@ -75,11 +75,12 @@
 //!     system transaction holding the parent and both nodes X (top-down, left to right): the
 //!     left node's new image (undo: its old image) and the separator removed from the parent
 //!     (undo: put back). The right node is left unchanged and freed only once the merge is
-//!     durable (space invariant 5). A parent left underfull merges in turn; a root left with
+//!     durable (space invariant 5: queued with the log's end LSN, `SpaceManager::free_after`,
+//!     so the merging thread does not wait for a log sync). A parent left underfull merges in turn; a root left with
 //!     one child takes over the child's contents (root shrink). Optimistic readers that were
 //!     on a merged-away node fail validation (its latch was taken X) and restart. A
-//!     rollback's removals do not merge (`Logger::merges`): the wait for the merge's
-//!     durability would stall the rollback; a later delete on the leaf merges it.
+//!     rollback's removals do not merge (`Logger::merges`): a rollback puts things back
+//!     without restructuring the tree; a later delete on the leaf merges it.
 //!
 //! 11. **Overflow values** (`overflow.rs`). A value that would make its entry longer than a
 //!     quarter page (up to [`MAX_VALUE_BYTES`]) is written by its transaction to a chain of

@@ -51,9 +51,10 @@ pub(crate) trait Logger {
         Ok(())
     }
     /// Whether a removal that leaves its leaf underfull merges it (btree rule 10). A
-    /// transaction's deletes do; a rollback's do not: a merge frees a page only once its
-    /// unlinking is durable, so it waits for the log, and a rollback — of a New-Order that
-    /// filled a fresh leaf, say — should not. The leaf is merged by a later delete.
+    /// transaction's deletes do; a rollback's do not: a rollback — of a New-Order that
+    /// filled a fresh leaf, say — puts things back and should not restructure the tree on
+    /// its way (a merge is a system transaction of its own, and once waited for the log).
+    /// The leaf is merged by a later delete.
     fn merges(&self) -> bool {
         false
     }
