@@ -57,9 +57,11 @@ impl SplitPlan {
             // Shed the entries after the run but the first: the run goes on in this node,
             // before that entry (which its inserts lock as their next key).
             pos + 1
-        } else if run && n.is_leaf() {
+        } else if run && n.is_leaf() && n.entry_len(pos)? + NODE_SLOT_SIZE > key.len() {
             // The run filled the node up to the one entry after it: the run so far stays
-            // left, full; `key` itself is the separator, so it and that entry go right.
+            // left, full; `key` itself is the separator, so it and that entry go right. The
+            // left node's new high fence is `key` (one tag byte more): the entry that moves
+            // must free at least that much, or the truncation would not fit.
             return Ok(SplitPlan {
                 keep: pos,
                 sep: key.to_vec(),

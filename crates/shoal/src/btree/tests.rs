@@ -440,6 +440,34 @@ fn an_insert_after_a_merge_does_not_follow_the_hint_to_the_merged_away_leaf() {
     e.close().unwrap();
 }
 
+/// A run of the longest keys ahead of a short entry: the run split may not make the long key
+/// the separator, since the short entry it moves right would not free room for it as the left
+/// leaf's high fence (found by review: the truncation failed and stopped the pool).
+#[test]
+fn a_run_of_long_keys_before_a_short_entry_splits_safely() {
+    let disk = FaultStorage::new(FaultConfig::new(29)).unwrap();
+    let e = open(&disk, 256);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let long = |i: u64| {
+        let mut k = format!("a{i:04}").into_bytes();
+        k.resize(t.max_key_bytes(), b'x');
+        k
+    };
+    let mut tx = e.begin();
+    for i in 0..400 {
+        t.insert(&mut tx, format!("c{i:04}").as_bytes(), b"v")
+            .unwrap();
+    }
+    t.insert(&mut tx, b"b", b"").unwrap();
+    for i in 0..60 {
+        t.insert(&mut tx, &long(i), b"").unwrap();
+    }
+    tx.commit().unwrap();
+    let r = assert_sound(&t);
+    assert_eq!(r.keys, 461);
+    e.close().unwrap();
+}
+
 /// A rollback's removals leave underfull leaves unmerged (a merge would wait for the log);
 /// the tree is sound, every committed key is there, and a later delete merges them.
 #[test]

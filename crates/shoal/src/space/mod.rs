@@ -37,7 +37,8 @@
 //!    past the records that unlinked it and freed by the first
 //!    [`SpaceManager::free_durable`] that is told the log is durable that far (a B-tree merge
 //!    frees its merged-away page so, instead of waiting for a log sync in its thread). A
-//!    page still queued at a crash stays marked allocated: a leak, never a double use.
+//!    page still queued at a crash (or when the engine is dropped without `close`, which
+//!    drains the queue) stays marked allocated: a leak, never a double use.
 //! 6. **Unlink epoch.** Whoever makes a page unreachable from the structure that held it (a
 //!    B-tree merge, a root shrink) calls [`SpaceManager::note_unlinked`] while it still holds
 //!    that page's X latch; [`SpaceManager::free`] bumps the epoch too. So a page id cached
