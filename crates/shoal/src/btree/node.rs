@@ -1268,6 +1268,48 @@ mod tests {
         page
     }
 
+    /// A patch lands inside an inline value only: a range that starts in the key or its
+    /// tag, runs past the entry, names an absent key or meets an overflow reference is
+    /// corruption, and the page is unchanged (an undo relies on this to log nothing).
+    #[test]
+    fn a_patch_outside_an_inline_value_is_refused_and_changes_nothing() {
+        let keys = vec![b"aa".to_vec(), b"bb".to_vec()];
+        let mut page = leaf(&keys, None, None);
+        // Entry "bb": [len u16][b b][tag][b b] = 7 bytes; the value starts at byte 5.
+        NodeMut::open(page.as_mut_slice())
+            .unwrap()
+            .patch(b"bb", 5, b"xy", None)
+            .unwrap();
+        assert_eq!(
+            Node::open(page.as_slice()).unwrap().value(1).unwrap(),
+            b"\0xy"
+        );
+        let before = page.clone();
+        for (key, at, bytes) in [
+            (&b"bb"[..], 4, &b"z"[..]),
+            (b"bb", 3, b"z"),
+            (b"bb", 6, b"zz"),
+            (b"cc", 5, b"z"),
+        ] {
+            let r = NodeMut::open(page.as_mut_slice())
+                .unwrap()
+                .patch(key, at, bytes, None);
+            assert!(matches!(r, Err(crate::Error::Corruption { .. })), "{r:?}");
+            assert_eq!(page, before);
+        }
+        // An overflow reference's tag: refused.
+        let mut tagged = leaf(&keys, None, None);
+        let at = {
+            let n = Node::open(tagged.as_slice()).unwrap();
+            n.ranges(1).unwrap().1.end
+        };
+        tagged[at] = 1;
+        let r = NodeMut::open(tagged.as_mut_slice())
+            .unwrap()
+            .patch(b"bb", 5, b"z", None);
+        assert!(matches!(r, Err(crate::Error::Corruption { .. })), "{r:?}");
+    }
+
     proptest! {
         /// `covers` agrees with `low <= key < high` for finite and infinite fences, keys
         /// that are prefixes of a fence and keys a fence is a prefix of.

@@ -13,7 +13,8 @@ use crate::types::PageId;
 
 /// Where a node splits: entries `0..keep` stay, the rest (for an inner node: after entry
 /// `keep`, whose child becomes the right node's leftmost) move right, and `sep` (entry
-/// `keep`'s key) becomes the right node's low fence and the separator in the parent.
+/// `keep`'s key, or for a run's leaf split the key being inserted, [`SplitPlan::choose`])
+/// becomes the right node's low fence and the separator in the parent.
 struct SplitPlan {
     keep: usize,
     sep: Vec<u8>,

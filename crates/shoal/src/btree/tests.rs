@@ -47,6 +47,18 @@ fn contents(t: &BTree) -> Vec<(Vec<u8>, Vec<u8>)> {
     t.iter().collect::<crate::Result<Vec<_>>>().unwrap()
 }
 
+/// Fails unless the leaves of report `r` are on average at least `min` full (0 to 1),
+/// naming the fill and page count of every level.
+fn assert_leaf_fill(r: &super::VerifyReport, min: f64) {
+    assert!(
+        r.leaf_fill() >= min,
+        "leaf fill {:.3} < {min}: pages by level {:?}, fill by level {:?}",
+        r.leaf_fill(),
+        r.pages_by_level,
+        r.fill_by_level
+    );
+}
+
 pub(crate) fn assert_sound(t: &BTree) -> super::VerifyReport {
     let r = t.verify().unwrap();
     assert!(r.is_ok(), "{:#?}", r.problems);
@@ -144,11 +156,7 @@ fn ascending_load_fills_leaves() {
     tx.commit().unwrap();
     let r = assert_sound(&t);
     assert_eq!(r.keys, 20_000);
-    assert!(
-        r.leaf_fill() >= 0.9,
-        "leaf fill {:.3} ({r:?})",
-        r.leaf_fill()
-    );
+    assert_leaf_fill(&r, 0.9);
     // Descending load: the first-key split keeps leaves full too.
     let d = BTree::create(e.txns(), e.space()).unwrap();
     let mut tx = e.begin();
@@ -157,11 +165,7 @@ fn ascending_load_fills_leaves() {
     }
     tx.commit().unwrap();
     let r = assert_sound(&d);
-    assert!(
-        r.leaf_fill() >= 0.85,
-        "leaf fill {:.3} ({r:?})",
-        r.leaf_fill()
-    );
+    assert_leaf_fill(&r, 0.85);
     // Random order ends near ln 2 ≈ 69%.
     e.close().unwrap();
 }
@@ -192,11 +196,7 @@ fn ascending_runs_inside_the_tree_fill_leaves() {
     tx.commit().unwrap();
     let r = assert_sound(&t);
     assert_eq!(r.keys, 30_010);
-    assert!(
-        r.leaf_fill() >= 0.85,
-        "leaf fill {:.3} ({r:?})",
-        r.leaf_fill()
-    );
+    assert_leaf_fill(&r, 0.85);
     e.close().unwrap();
 }
 

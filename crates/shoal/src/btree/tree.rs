@@ -160,8 +160,8 @@ pub struct BTree {
 /// and happens only when the hint changes). A clone of the handle starts without hints.
 struct LastLeaf([HintSlot; LAST_LEAF_SLOTS]);
 
-/// One slot of [`LastLeaf`]: (leaf page id with the hint's confidence in its top byte,
-/// unlink epoch); see [`Hint`].
+/// One slot of [`LastLeaf`]: (leaf page id, confidence and last entry number packed as
+/// below, unlink epoch); see [`Hint`].
 type HintSlot = crossbeam_utils::atomic::AtomicCell<(u64, u64)>;
 
 /// A slot's first word: the page id in its low 48 bits, the confidence in the next 2, and
@@ -178,7 +178,7 @@ const CONF_MAX: u64 = 3;
 /// after all of a leaf's entries sets it to at least 2. So an ascending load, or a run of
 /// inserts into one place inside a leaf (a TPC-C order's lines, after the last order of
 /// their district and before the next district's), skips the descent, while random inserts
-/// stop trying the hint after one miss.
+/// stop trying the hint after a miss or two.
 ///
 /// The hint also keeps where on the leaf the thread's last insert went, so that a leaf split
 /// can tell an ascending run inside a leaf ([`BTree::make_room`]'s `run`).
@@ -208,13 +208,12 @@ impl Hint {
         if self == old || self.pid >> CONF_SHIFT != 0 {
             return;
         }
-        let last = self
-            .last
-            .map_or(0, |i| i + 1)
-            .try_into()
-            .ok()
-            .filter(|&l: &u64| l < 1 << (64 - LAST_SHIFT))
-            .unwrap_or(0);
+        let last = self.last.map_or(0, |i| i as u64 + 1);
+        let last = if last < 1 << (64 - LAST_SHIFT) {
+            last
+        } else {
+            0
+        };
         slot.store((
             self.pid | self.conf << CONF_SHIFT | last << LAST_SHIFT,
             self.epoch,
@@ -892,7 +891,8 @@ impl BTree {
     /// entry has the length and the inline tag that the patched one had.
     ///
     /// # Errors
-    /// [`Error::Corruption`] if the key is gone or its entry no longer holds the range.
+    /// [`Error::Corruption`] if the key is gone or its entry no longer holds the range in
+    /// an inline value.
     pub(crate) fn undo_patch(
         &self,
         ctx: &mut UndoContext<'_>,
@@ -904,30 +904,11 @@ impl BTree {
             let Some(mut x) = self.leaf_exclusive(key)? else {
                 continue;
             };
-            let pos = {
-                let n = Node::open(x.bytes())?;
-                let pos = n
-                    .search(key)?
-                    .map_err(|_| self.corrupt(x.page_id(), "undo of an update: the key is gone"))?;
-                // The entry must still hold an inline value around the range: a patch
-                // never writes into an overflow reference (which a change made without
-                // the key's lock, in a tree that takes none, could have put there).
-                let fits = at > node::KEY_LEN_BYTES + key.len()
-                    && at + old.len() <= n.entry_len(pos)?
-                    && n.value_tag(pos)? == node::VALUE_INLINE;
-                if !fits {
-                    return Err(self.corrupt(
-                        x.page_id(),
-                        format!(
-                            "undo of an update: bytes {at}..{} are not in the value of {}",
-                            at + old.len(),
-                            printable(key)
-                        ),
-                    ));
-                }
-                pos
-            };
-            ctx.log(&mut x, wal::redo_patch(key, at, old), pos, Vec::new)?;
+            // The apply (`NodeMut::patch`) finds the key and checks that the range lies in
+            // its inline value (a patch never writes into an overflow reference, which a
+            // change made without the key's lock, in a tree that takes none, could have put
+            // there) before it changes anything; a refused apply logs nothing.
+            ctx.log(&mut x, wal::redo_patch(key, at, old), 0, Vec::new)?;
             return Ok(());
         }
     }
