@@ -37,6 +37,15 @@ pub struct Options {
     /// every pass; the lag also bounds the log that a restart redoes past the last
     /// checkpoint's redo point. Default 64 MiB. 0: every pass writes every dirty page.
     pub cleaner_lag_bytes: u64,
+    /// Take a fuzzy checkpoint in the background whenever the log has grown by this many
+    /// bytes since the newest checkpoint began (`engine::checkpointer`). It bounds the log
+    /// kept on disk and the log a restart redoes to about twice this plus
+    /// `cleaner_lag_bytes` (and an active transaction's log since its first record). Each
+    /// checkpoint costs a full-page image in the log per page changed after it (torn-page
+    /// protection, txn rule 3), so a shorter interval logs more. Default 256 MiB. 0: no
+    /// background checkpoints (only [`Engine::checkpoint`](crate::Engine::checkpoint) and a
+    /// clean close take one; the log then grows until the database is closed).
+    pub checkpoint_log_bytes: u64,
     /// Milliseconds a lock request waits before it fails with `Error::LockTimeout`. Default
     /// 60,000, as Derby's `derby.locks.waitTimeout`; 0 fails at once instead of waiting.
     pub lock_timeout_ms: u64,
@@ -74,6 +83,7 @@ impl Default for Options {
             cleaner_interval_ms: 100,
             cleaner_batch_pages: 128,
             cleaner_lag_bytes: 64 << 20,
+            checkpoint_log_bytes: 512 << 20,
             lock_timeout_ms: 60_000,
             lock_escalation_threshold: 5_000,
             max_lock_owners: 1024,

@@ -23,6 +23,16 @@
 //! machine) that bought nothing but a more recent redo point. The lag keeps that point
 //! within a bounded distance of the log's end instead.
 //!
+//! Futile writes: a page dirtied after a checkpoint logs a full-page image first, and when it
+//! is dirtied again after a write-back, before the next checkpoint begins, its recovery LSN
+//! goes back to that image's LSN (txn rule 3: redo must start at the image, which repairs a
+//! torn write). Writing such a page again cannot advance the redo point, so the lag policy
+//! skips a page written since its image until a checkpoint begins past it; then one write
+//! lets the next change log a fresh image. Without this, the hot pages of a memory-resident
+//! TPC-C were written on every pass (New-Order: about 19,000 page writes per second, 18 %
+//! of a core in the cleaner) for nothing. Pressure (evictions, over half the pool dirty)
+//! still writes every dirty page.
+//!
 //! The thread holds only a `Weak` reference to the pool, so it never keeps a dropped pool
 //! alive; it stops when told to or when the pool is gone.
 
@@ -115,22 +125,37 @@ impl Cleaner {
     }
 }
 
+/// True if writing frame `f` back cannot advance its recovery LSN: it was written since its
+/// image (`Frame::image_written`), so it is dirty again with that image's LSN as its recovery
+/// LSN, and no checkpoint began after the image (so the next dirtying would not log a new
+/// one either). Another write only costs I/O; once a checkpoint begins past the image, the
+/// write is worth it again (module doc, "Futile writes").
+fn futile(f: &super::frame::Frame, horizon: u64) -> bool {
+    let image = f.image_lsn.load(Relaxed);
+    image != 0 && image >= horizon && f.image_written.load(Relaxed)
+}
+
 /// One cleaning pass; see the module doc. Write errors make the pool refuse writes (rule 6);
 /// the pass then stops early.
 pub(crate) fn clean_pass(pool: &BufferPool, batch: usize, lag_bytes: u64) {
     let log_end = pool.wal.current_lsn().0;
-    let mut dirty: Vec<(u64, u32, u64)> = pool
-        .frames
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.dirty.load(Relaxed))
-        .map(|(i, f)| (f.page_id.load(Relaxed), i as u32, f.rec_lsn.load(Relaxed)))
-        .collect();
-    let pressure = dirty.len() * 100 > pool.frames.len() * DIRTY_HIGH_PERCENT;
+    let horizon = pool.image_horizon().0;
+    let mut dirty: Vec<(u64, u32, bool)> = Vec::new();
+    let mut count = 0;
+    for (i, f) in pool.frames.iter().enumerate() {
+        if !f.dirty.load(Relaxed) {
+            continue;
+        }
+        count += 1;
+        // Due: recovery LSN at least `lag_bytes` behind the end of the log, and not futile.
+        // (Stale values read here only delay or hasten a write; `oldest` below is exact.)
+        let due = f.rec_lsn.load(Relaxed).saturating_add(lag_bytes) <= log_end
+            && !futile(f, horizon);
+        dirty.push((f.page_id.load(Relaxed), i as u32, due));
+    }
+    let pressure = count * 100 > pool.frames.len() * DIRTY_HIGH_PERCENT;
     if lag_bytes > 0 && !pressure {
-        // Due: recovery LSN at least `lag_bytes` behind the end of the log. (A stale
-        // rec_lsn read here only delays or hastens a write; `oldest` below is exact.)
-        dirty.retain(|&(_, _, rec)| rec.saturating_add(lag_bytes) <= log_end);
+        dirty.retain(|&(_, _, due)| due);
     }
     dirty.sort_unstable(); // by page id
     'outer: for chunk in dirty.chunks(batch) {

@@ -17,6 +17,11 @@ pub(crate) const NIL: u32 = u32::MAX;
 /// * `image_lsn` is the LSN of a full-page image of this page in the log after which every
 ///   change of the page is logged, or 0 if none is known (a page read from disk or just
 ///   created); written under the frame's X latch, reset when the frame takes a new page.
+/// * `image_written` is set when the page is written back and cleared when `image_lsn` is
+///   set (or the frame takes a new page): while it is set, the page was written since its
+///   image, so dirtying it again gives it `image_lsn` as its recovery LSN (txn rule 3) — a
+///   write of it cannot advance the redo point until a checkpoint begins after that image
+///   (the cleaner skips such writes; see `cleaner`). A hint only: racy reads are harmless.
 #[repr(align(64))]
 pub(crate) struct Frame {
     pub(crate) latch: HybridLatch,
@@ -24,6 +29,7 @@ pub(crate) struct Frame {
     pub(crate) next: AtomicU32,
     pub(crate) referenced: AtomicBool,
     pub(crate) dirty: AtomicBool,
+    pub(crate) image_written: AtomicBool,
     pub(crate) rec_lsn: AtomicU64,
     pub(crate) image_lsn: AtomicU64,
 }
@@ -38,6 +44,7 @@ impl Frame {
             next: AtomicU32::new(NIL),
             referenced: AtomicBool::new(false),
             dirty: AtomicBool::new(false),
+            image_written: AtomicBool::new(false),
             rec_lsn: AtomicU64::new(0),
             image_lsn: AtomicU64::new(0),
         }

@@ -133,9 +133,9 @@ impl<'a> ExclusiveGuard<'a> {
 
     /// Records that the image at `lsn` was just logged from this page's current contents.
     pub fn set_image_lsn(&mut self, lsn: Lsn) {
-        self.pool.frames[self.frame as usize]
-            .image_lsn
-            .store(lsn.0, Relaxed);
+        let fr = &self.pool.frames[self.frame as usize];
+        fr.image_lsn.store(lsn.0, Relaxed);
+        fr.image_written.store(false, Relaxed);
     }
 
     /// True if the page has changes not yet written.

@@ -132,6 +132,7 @@ impl PageTable {
         let fr = &frames[f as usize];
         fr.page_id.store(pid.0, Relaxed);
         fr.image_lsn.store(0, Relaxed); // no image of the new page is known yet
+        fr.image_written.store(false, Relaxed);
         fr.next.store(b.head.load(Relaxed), Relaxed);
         b.head.store(f, Relaxed);
         Ok(())

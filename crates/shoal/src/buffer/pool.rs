@@ -50,6 +50,9 @@ pub struct BufferPool {
     pub(crate) counters: Counters,
     /// Lower bound of the recovery LSNs of all dirty pages, published by the cleaner.
     pub(crate) oldest_rec_lsn: AtomicU64,
+    /// Begin LSN of the newest checkpoint ([`BufferPool::set_image_horizon`]): a page whose
+    /// known image is older is imaged anew when next dirtied after a write-back.
+    pub(crate) image_horizon: AtomicU64,
     cleaner: OnceLock<Cleaner>,
 }
 
@@ -154,6 +157,7 @@ impl BufferPool {
                 latch_waits: LatchWaitTable::default(),
             },
             oldest_rec_lsn: AtomicU64::new(0),
+            image_horizon: AtomicU64::new(0),
             cleaner: OnceLock::new(),
         });
         if options.cleaner_enabled {
@@ -527,6 +531,7 @@ impl BufferPool {
                     // page still dirty writes it again (harmless) instead of syncing without
                     // it. No one can re-dirty it meanwhile: that needs X, and we hold S or X.
                     fr.dirty.store(false, Release);
+                    fr.image_written.store(true, Relaxed);
                     self.counters.dirty_writes.incr();
                     Ok(())
                 }
@@ -609,6 +614,21 @@ impl BufferPool {
     /// the pool). [`Lsn::ZERO`] before the first cleaner pass.
     pub fn oldest_rec_lsn(&self) -> Lsn {
         Lsn(self.oldest_rec_lsn.load(Acquire))
+    }
+
+    /// Tells the pool that a checkpoint began at `begin`: from now on, a clean page whose
+    /// known image ([`ExclusiveGuard::image_lsn`]) is older than `begin` gets a new image
+    /// when it is next dirtied (txn rule 3), so writing it back lets its recovery LSN
+    /// advance. The cleaner uses this to skip writes that cannot (`cleaner`'s module doc).
+    /// Only ever raises the horizon.
+    pub(crate) fn set_image_horizon(&self, begin: Lsn) {
+        self.image_horizon.fetch_max(begin.0, Relaxed);
+    }
+
+    /// The newest checkpoint's begin LSN as told by [`BufferPool::set_image_horizon`]
+    /// ([`Lsn::ZERO`] before the first).
+    pub(crate) fn image_horizon(&self) -> Lsn {
+        Lsn(self.image_horizon.load(Relaxed))
     }
 
     /// Computes now, by a scan of the frames, a lower bound of the recovery LSN of every page

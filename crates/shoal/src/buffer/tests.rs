@@ -413,6 +413,61 @@ fn cleaner_writes_pages_once_due_or_when_half_the_pool_is_dirty() {
     pool.close().unwrap();
 }
 
+/// A page written since its full-page image, and dirtied again before a checkpoint began
+/// after that image, is not written by the lag policy (its recovery LSN would come back to
+/// the image's LSN: the write is futile); once a checkpoint begins past the image, it is.
+#[test]
+fn cleaner_skips_futile_rewrites_until_a_checkpoint_begins() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Arc::new(RecordingWal::default());
+    wal.next.store(1_000, SeqCst);
+    let o = Options {
+        cleaner_lag_bytes: 10_000,
+        ..opts(64)
+    };
+    let pool = BufferPool::open(data_file(&dir), &o, wal.clone()).unwrap();
+    let settle = |pool: &BufferPool| {
+        for _ in 0..10 {
+            pool.wake_cleaner();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    let until_clean = |pool: &BufferPool, what: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pool.dirty_count() > 0 {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            pool.wake_cleaner();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    pool.set_image_horizon(Lsn(900)); // a checkpoint began at 900
+    {
+        // First change after the checkpoint: dirty at 1,000, image logged at 1,000.
+        let mut g = pool.fix_new(PageId(7), PageType::Raw).unwrap();
+        stamp(&mut g.page_mut(), 7, 0);
+        g.set_image_lsn(Lsn(1_000));
+        g.set_page_lsn(Lsn(1_000));
+    }
+    wal.next.store(11_000, SeqCst);
+    until_clean(&pool, "a due page with a fresh image was not written");
+    let writes = pool.stats().dirty_writes;
+    {
+        // Dirtied again: rule 3 gives it the image's LSN as its recovery LSN.
+        let mut g = pool.fix_exclusive(PageId(7)).unwrap();
+        g.mark_dirty_since(Lsn(1_000));
+        stamp(&mut g.page_mut(), 7, 1);
+        g.set_page_lsn(Lsn(11_000));
+    }
+    wal.next.store(50_000, SeqCst);
+    settle(&pool);
+    assert_eq!(pool.dirty_count(), 1, "a futile write was made");
+    assert_eq!(pool.stats().dirty_writes, writes);
+    pool.set_image_horizon(Lsn(20_000)); // a checkpoint began after the image
+    until_clean(&pool, "a page whose next change logs a new image was not written");
+    assert_eq!(pool.stats().dirty_writes, writes + 1);
+    pool.close().unwrap();
+}
+
 /// Optimistic reads on a hot page write nothing: the latch version and the frame's line stay
 /// untouched, and readers see a writer's change only after it releases.
 #[test]

@@ -28,12 +28,17 @@ pub struct DatabaseStats {
     pub admission_waits: u64,
     /// Transactions that ran without a slot after waiting the longest wait (soft limit).
     pub admission_over: u64,
+    /// Checkpoints taken since open, in the background (`Options::checkpoint_log_bytes`)
+    /// or on request; not counting the one that ends restart.
+    pub checkpoints: u64,
+    /// Checkpoints that failed (`Engine::checkpoint_counts` keeps the newest error).
+    pub checkpoint_failures: u64,
 }
 
 impl DatabaseStats {
     /// Every counter with its name (`buffer.hits`, `log.syncs`, `lock.waits`, ...; units in
     /// the names), in a fixed order: what `shoal stats` prints and benchmarks diff.
-    pub fn named_counters(&self) -> [(&'static str, u64); 22] {
+    pub fn named_counters(&self) -> [(&'static str, u64); 24] {
         let (b, l, k) = (&self.buffer, &self.log, &self.locks);
         [
             ("buffer.hits", b.hits),
@@ -58,6 +63,8 @@ impl DatabaseStats {
             ("lock.escalations_refused", k.escalations_refused),
             ("txn.admission_waits", self.admission_waits),
             ("txn.admission_over", self.admission_over),
+            ("recovery.checkpoints", self.checkpoints),
+            ("recovery.checkpoint_failures", self.checkpoint_failures),
         ]
     }
 
@@ -96,6 +103,8 @@ impl Database {
             locks: e.txns().locks().stats(),
             admission_waits,
             admission_over,
+            checkpoints: e.checkpoint_counts().taken(),
+            checkpoint_failures: e.checkpoint_counts().failed(),
         }
     }
 

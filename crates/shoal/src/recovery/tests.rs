@@ -467,3 +467,82 @@ fn dropping_the_engine_stops_the_log_threads_whoever_holds_the_log() {
     assert_eq!(kv.get(7).unwrap(), Some(val(70).to_vec()));
     drop(held);
 }
+
+/// Background checkpoints (`Options::checkpoint_log_bytes`) run while transactions commit:
+/// they recycle the log (so the log kept stays about two intervals long) and advance the
+/// redo point past hot pages' images; after a crash, restart reads only the log since the
+/// newest one's redo point and every committed value is back.
+#[test]
+fn background_checkpoints_recycle_the_log_and_restart_recovers() {
+    let disk = FaultStorage::new(FaultConfig::new(7)).unwrap();
+    let o = Options {
+        cleaner_enabled: true,
+        cleaner_interval_ms: 1,
+        // The lag policy, with its futile-write rule, rather than "write every dirty page".
+        cleaner_lag_bytes: 1,
+        checkpoint_log_bytes: 256 << 10,
+        pool_size_bytes: 64 * 4096, // under half of it dirty: no pressure
+        ..options()
+    };
+    let interval = o.checkpoint_log_bytes;
+    let s: Arc<dyn Storage> = Arc::new(disk.clone());
+    let keys = 200u64;
+    let mut model = vec![0u64; keys as usize];
+    let (root, written);
+    {
+        let e = Engine::open(s.clone(), &o, &log_options()).unwrap();
+        root = create_store(&e, 8);
+        let kv = KvStore::open(e.pool().clone(), root).unwrap();
+        let mut t = e.begin();
+        for k in 0..keys {
+            kv.insert(&mut t, k, &val(0)).unwrap();
+        }
+        t.commit().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut round = 0u64;
+        while e.checkpoint_counts().taken() < 8 {
+            round += 1;
+            let mut t = e.begin();
+            for k in (round % 7..keys).step_by(7) {
+                kv.update(&mut t, k, &val(round)).unwrap();
+                model[k as usize] = round;
+            }
+            t.commit().unwrap();
+            // Once a checkpoint is due, wait for the thread to take it, so that checkpoints
+            // come every `interval` bytes of log rather than every poll.
+            if e.log().end_lsn().0 - e.txns().checkpoint_begin().0 >= interval {
+                let taken = e.checkpoint_counts().taken();
+                while e.checkpoint_counts().taken() == taken {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "no background checkpoint: {:?}",
+                        e.checkpoint_counts()
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+        }
+        assert_eq!(e.checkpoint_counts().failed(), 0, "{:?}", e.checkpoint_counts());
+        let kept = e.log().end_lsn().0 - e.log().start_lsn().0;
+        assert!(
+            kept <= 4 * interval,
+            "{kept} bytes of log kept with checkpoints every {interval}"
+        );
+        written = e.log().end_lsn().0 - crate::log::FIRST_LSN.0;
+        e.log().wait_all_durable().unwrap();
+        disk.crash_now();
+    }
+    disk.restart();
+    let e = Engine::open(s, &options(), &log_options()).unwrap();
+    let r = e.restart_report().clone();
+    assert!(
+        r.log_bytes <= 4 * interval && r.log_bytes < written / 2,
+        "restart read {} bytes of the {written} written: {r:?}",
+        r.log_bytes
+    );
+    let kv = KvStore::open(e.pool().clone(), root).unwrap();
+    assert_eq!(kv.verify().unwrap(), keys as usize);
+    for (k, v) in kv.scan().unwrap() {
+        assert_eq!(v, val(model[k as usize]), "key {k}");
+    }
+}

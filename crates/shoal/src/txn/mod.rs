@@ -373,9 +373,15 @@ impl TxnManager {
 
     /// Called by a checkpoint after appending its `CheckpointBegin` at `begin` and before
     /// it scans the pool for recovery LSNs (rule 3's Dekker pair with `ensure_image`).
+    /// Begin LSN of the newest checkpoint ([`Lsn::ZERO`] before the first).
+    pub(crate) fn checkpoint_begin(&self) -> Lsn {
+        Lsn(self.checkpoint_begin.load(Relaxed))
+    }
+
     pub(crate) fn publish_checkpoint_begin(&self, begin: Lsn) {
         self.checkpoint_begin.fetch_max(begin.0, SeqCst);
         std::sync::atomic::fence(SeqCst);
+        self.pool.set_image_horizon(begin);
     }
 
     /// Appends an image of `page` (flags as in [`image`]); returns its LSN.

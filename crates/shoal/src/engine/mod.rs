@@ -16,10 +16,14 @@
 //! (3) a data file left empty or unformatted by a crash during creation is formatted again
 //! only if the log holds no record (nothing can depend on it yet); (4) once an engine is
 //! dropped or closed, no thread of its log writes to the files any more (a later open of the
-//! same directory in this process cannot meet a late write of the old log).
+//! same directory in this process cannot meet a late write of the old log); (5) the
+//! background checkpoint thread is stopped and joined before close touches the pool and when
+//! the engine is dropped.
 //!
-//! Not done here: the catalog, tables and the `Database` API (tables issue); background
-//! checkpoints by log volume (callers call [`Engine::checkpoint`]).
+//! Background checkpoints by log volume run in their own thread ([`checkpointer`]), started
+//! after restart unless `Options::checkpoint_log_bytes` is 0.
+//!
+//! Not done here: the catalog, tables and the `Database` API (`db`, `table`).
 
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
@@ -32,6 +36,10 @@ use crate::txn::{Resources, Transaction, TxnManager};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
+pub mod checkpointer;
+
+use checkpointer::{CheckpointCounts, Checkpointer};
+
 /// Name of the data file in the database's storage directory.
 pub const DATA_FILE: &str = "data.shoal";
 
@@ -40,7 +48,10 @@ pub struct Engine {
     /// In an `Arc` so that the space manager can hold it weakly, to log reservations.
     txns: Arc<TxnManager>,
     space: Arc<SpaceManager>,
-    checkpoint_lock: Mutex<()>,
+    checkpoint_lock: Arc<Mutex<()>>,
+    checkpoints: Arc<CheckpointCounts>,
+    /// `None` when `Options::checkpoint_log_bytes` is 0.
+    checkpointer: Option<Checkpointer>,
     restart: RestartReport,
 }
 
@@ -93,10 +104,27 @@ impl Engine {
         // (restart itself used the synced protocol).
         let weak: std::sync::Weak<TxnManager> = Arc::downgrade(&txns);
         space.set_reservation_log(weak);
+        let checkpoint_lock = Arc::new(Mutex::new(()));
+        let checkpoints = Arc::new(CheckpointCounts::default());
+        let checkpointer = match options.checkpoint_log_bytes {
+            0 => None,
+            every => Some(
+                Checkpointer::start(
+                    Arc::downgrade(&txns),
+                    Arc::downgrade(&space),
+                    checkpoint_lock.clone(),
+                    checkpoints.clone(),
+                    every,
+                )
+                .map_err(|e| Error::from_io("spawn", "checkpoint thread", e))?,
+            ),
+        };
         Ok(Engine {
             txns,
             space,
-            checkpoint_lock: Mutex::new(()),
+            checkpoint_lock,
+            checkpoints,
+            checkpointer,
             restart,
         })
     }
@@ -141,10 +169,18 @@ impl Engine {
     /// # Errors
     /// As [`recovery::checkpoint`].
     pub fn checkpoint(&self) -> Result<CheckpointInfo> {
-        let _g = self.checkpoint_lock.lock();
-        // Pages whose unlinking is durable by now are freed (space invariant 5).
-        self.space.free_durable(self.txns.log().durable_lsn())?;
-        recovery::checkpoint(&self.txns)
+        checkpointer::take(
+            &self.txns,
+            &self.space,
+            &self.checkpoint_lock,
+            &self.checkpoints,
+        )
+    }
+
+    /// Checkpoints taken and failed since open, by [`Engine::checkpoint`] and in the
+    /// background (`Options::checkpoint_log_bytes`), with the newest failure's error.
+    pub fn checkpoint_counts(&self) -> &CheckpointCounts {
+        &self.checkpoints
     }
 
     /// Makes the log durable and frees every page queued to be freed once it is
@@ -176,6 +212,7 @@ impl Engine {
                 format!("{active} transactions are still active"),
             ));
         }
+        self.stop_checkpointer(); // invariant 5
         self.free_pending()?;
         self.space.release_caches()?;
         self.pool().close()?;
@@ -184,10 +221,19 @@ impl Engine {
     }
 }
 
+impl Engine {
+    fn stop_checkpointer(&self) {
+        if let Some(c) = &self.checkpointer {
+            c.stop();
+        }
+    }
+}
+
 impl Drop for Engine {
     /// Invariant 4: the log's threads are stopped and joined (after the flusher has written
     /// and synced what was appended), whoever else still holds the log.
     fn drop(&mut self) {
+        self.stop_checkpointer();
         self.txns.log().stop_threads();
     }
 }
