@@ -34,8 +34,10 @@ pub struct Options {
     /// before the cleaner writes it back, while dirty pages fill at most half the pool.
     /// Writing a page that is dirtied again at once buys nothing but I/O, so a hot page of
     /// a memory-resident database is written about once per this much log rather than on
-    /// every pass; the lag also bounds the log that a restart redoes past the last
-    /// checkpoint's redo point. Default 64 MiB. 0: every pass writes every dirty page.
+    /// every pass — and, once written since its full-page image, not again until a checkpoint
+    /// begins after that image (before then the write cannot advance its recovery LSN:
+    /// `buffer::cleaner`, "Futile writes"). Default 64 MiB. 0: every pass writes every
+    /// dirty page.
     pub cleaner_lag_bytes: u64,
     /// Take a fuzzy checkpoint in the background whenever the log has grown by this many
     /// bytes since the newest checkpoint began (`engine::checkpointer`). It bounds the log

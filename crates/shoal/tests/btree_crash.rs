@@ -31,6 +31,7 @@ fn options() -> Options {
         cleaner_enabled: true,
         cleaner_interval_ms: 2,
         cleaner_lag_bytes: 0, // write every dirty page on every pass: pages on disk mid-run
+        checkpoint_log_bytes: 128 << 10, // background checkpoints mid-run, crashes among them
         ..Options::default()
     }
 }

@@ -47,6 +47,7 @@ fn open(dir: &std::path::Path) -> Engine {
         page_size_bytes: 4096,
         cleaner_interval_ms: 5,
         cleaner_lag_bytes: 0, // write every dirty page on every pass: pages on disk mid-run
+        checkpoint_log_bytes: 128 << 10, // background checkpoints mid-run, crashes among them
         ..Options::default()
     };
     Engine::open(storage, &options, &LogOptions::default()).unwrap()

@@ -49,6 +49,12 @@
 //! 5. **Idempotence**: redo writes nothing but images, undo continues from what earlier CLRs
 //!    did, so a crash at any point of restart is recovered by the next restart.
 //! 6. Restart ends with a checkpoint, so the next one starts its redo at the end of this one.
+//! 7. While the database runs, the engine takes a checkpoint whenever the log has grown by
+//!    `Options::checkpoint_log_bytes` (default 512 MiB) since the newest one began
+//!    (`engine::checkpointer`), and a clean close takes one. A hot page's recovery LSN stays
+//!    at its newest image until a checkpoint begins after it (`txn` rule 3), so the kept log
+//!    spans about two checkpoint intervals, plus the cleaner's lag and the log of the oldest
+//!    active transaction.
 //!
 //! ## Latching
 //! Restart runs before the database is handed to users: one thread, one page latch at a time.
