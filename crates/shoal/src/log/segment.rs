@@ -485,15 +485,26 @@ impl SegmentSet {
     /// removed.
     pub fn remove_before(&self, lsn: Lsn) -> Result<()> {
         let below = lsn.0 / self.segment_bytes;
-        let mut files = self.files.lock();
-        let doomed: Vec<u64> = files.range(..below).map(|(&i, _)| i).collect();
+        // Take the doomed segments out of the set under its lock, but delete their files and
+        // sync the directory without it: the log writer takes that lock to find the segment
+        // it writes, and a background checkpoint must not stall it for a deletion and a
+        // directory sync. Lowest index first, so a crash midway leaves a contiguous run
+        // (rule 1); a set that no longer lists a segment never writes or reads it again.
+        let doomed: Vec<u64> = {
+            let mut files = self.files.lock();
+            let doomed: Vec<u64> = files.range(..below).map(|(&i, _)| i).collect();
+            let mut unsynced = self.unsynced.lock();
+            for index in &doomed {
+                files.remove(index);
+                unsynced.remove(index);
+            }
+            doomed
+        };
         if doomed.is_empty() {
             return Ok(());
         }
         for index in doomed {
             self.storage.remove(&segment_file_name(index))?;
-            files.remove(&index);
-            self.unsynced.lock().remove(&index);
         }
         self.storage.sync_dir()
     }
