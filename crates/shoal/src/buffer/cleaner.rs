@@ -149,8 +149,8 @@ pub(crate) fn clean_pass(pool: &BufferPool, batch: usize, lag_bytes: u64) {
         count += 1;
         // Due: recovery LSN at least `lag_bytes` behind the end of the log, and not futile.
         // (Stale values read here only delay or hasten a write; `oldest` below is exact.)
-        let due = f.rec_lsn.load(Relaxed).saturating_add(lag_bytes) <= log_end
-            && !futile(f, horizon);
+        let due =
+            f.rec_lsn.load(Relaxed).saturating_add(lag_bytes) <= log_end && !futile(f, horizon);
         dirty.push((f.page_id.load(Relaxed), i as u32, due));
     }
     let pressure = count * 100 > pool.frames.len() * DIRTY_HIGH_PERCENT;

@@ -463,7 +463,10 @@ fn cleaner_skips_futile_rewrites_until_a_checkpoint_begins() {
     assert_eq!(pool.dirty_count(), 1, "a futile write was made");
     assert_eq!(pool.stats().dirty_writes, writes);
     pool.set_image_horizon(Lsn(20_000)); // a checkpoint began after the image
-    until_clean(&pool, "a page whose next change logs a new image was not written");
+    until_clean(
+        &pool,
+        "a page whose next change logs a new image was not written",
+    );
     assert_eq!(pool.stats().dirty_writes, writes + 1);
     pool.close().unwrap();
 }

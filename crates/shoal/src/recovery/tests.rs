@@ -522,7 +522,12 @@ fn background_checkpoints_recycle_the_log_and_restart_recovers() {
                 }
             }
         }
-        assert_eq!(e.checkpoint_counts().failed(), 0, "{:?}", e.checkpoint_counts());
+        assert_eq!(
+            e.checkpoint_counts().failed(),
+            0,
+            "{:?}",
+            e.checkpoint_counts()
+        );
         let kept = e.log().end_lsn().0 - e.log().start_lsn().0;
         assert!(
             kept <= 4 * interval,
