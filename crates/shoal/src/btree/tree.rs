@@ -664,7 +664,7 @@ impl BTree {
     }
 
     /// This thread's last-leaf hint: the leaf's page id and the confidence (tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn last_leaf_hint(&self) -> (PageId, u64) {
         let h = Hint::load(self.last_leaf.slot());
         (PageId(h.pid), h.conf)

@@ -482,7 +482,9 @@ impl SegmentSet {
     ///
     /// # Errors
     /// `Error::Io` from `remove` or `sync_dir`; segments removed before the error stay
-    /// removed.
+    /// removed, and a file whose removal failed stays on disk, unlisted, until the next open
+    /// lists it again (below the anchor's start, where no reader looks) and a later call
+    /// removes it.
     pub fn remove_before(&self, lsn: Lsn) -> Result<()> {
         let below = lsn.0 / self.segment_bytes;
         // Take the doomed segments out of the set under its lock, but delete their files and
