@@ -35,10 +35,6 @@ enum Merged {
     Yes,
 }
 
-/// Merged-away pages queued to be freed (`SpaceManager::free_after`) beyond which a merge
-/// waits for the log to be durable and frees them all.
-const PENDING_FREES_MAX: usize = 64;
-
 impl BTree {
     /// After a delete left the node at `level` on `key`'s path underfull: merges it with a
     /// sibling under the same parent, then the parent if that left it underfull, and shrinks
@@ -141,7 +137,7 @@ impl BTree {
             // Still under r's X latch (space invariant 6): a last-leaf hint naming r is dead.
             self.space.note_unlinked();
             drop((l, r, p));
-            self.free_when_durable(txns, right_pid)?;
+            self.free_when_durable(txns, &[right_pid], txns.log().end_lsn())?;
             return Ok(outcome);
         }
     }
@@ -241,20 +237,7 @@ impl BTree {
             })?;
             self.space.note_unlinked(); // under c's X latch (space invariant 6)
             drop((c, x));
-            self.free_when_durable(txns, child)?;
+            self.free_when_durable(txns, &[child], txns.log().end_lsn())?;
         }
-    }
-
-    /// Frees `page`, which a structure modification just committed has made unreachable,
-    /// once that commit is durable (space invariant 5: the page must be unreachable on disk
-    /// before the space map can say it is free): queued with the log's end LSN, and freed
-    /// with whatever else the log's durable point has passed. Waits for the log only when
-    /// [`PENDING_FREES_MAX`] pages are queued. Called with no latch held.
-    fn free_when_durable(&self, txns: &TxnManager, page: PageId) -> Result<()> {
-        let log = txns.log();
-        if self.space.free_after(page, log.end_lsn())? >= PENDING_FREES_MAX {
-            log.wait_all_durable()?;
-        }
-        self.space.free_durable(log.durable_lsn()).map(|_| ())
     }
 }

@@ -86,8 +86,11 @@
 //!     quarter page (up to [`MAX_VALUE_BYTES`]) is written by its transaction to a chain of
 //!     overflow pages, each logged as a new-page image, before the leaf entry that refers to
 //!     it. Chains are immutable; one is freed when the transaction that removed or replaced
-//!     its entry has committed durably ([`crate::txn::Transaction::after_commit`]), or when
-//!     a rollback removes an entry whose chain it wrote. Readers check each page's value id
+//!     its entry has committed durably, or when a rollback that removed an entry whose chain
+//!     it wrote is durable: its pages are queued at commit
+//!     ([`crate::txn::Transaction::after_commit_logged`]) or after the rollback's
+//!     compensation records, as a merge's page is (rule 10), so neither waits for the log
+//!     under `Lazy` durability. Readers check each page's value id
 //!     and sequence number and start over if the chain was replaced under them.
 //! 12. **Read-modify-write with one descent** (`rmw.rs`). [`BTree::read_for_update`]
 //!     X-locks the key, reads its value optimistically and keeps the leaf's latch version;

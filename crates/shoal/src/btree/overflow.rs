@@ -177,13 +177,4 @@ impl BTree {
         }
         Ok(pages)
     }
-
-    /// Frees a chain no entry refers to any more. The caller makes sure that is durable
-    /// first (space invariant 5).
-    pub(crate) fn free_overflow(&self, r: &OverflowRef) -> Result<()> {
-        for p in self.overflow_pages(r)? {
-            self.space.free(p)?;
-        }
-        Ok(())
-    }
 }

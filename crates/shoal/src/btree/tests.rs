@@ -547,6 +547,51 @@ fn the_last_leaf_hint_follows_runs_inside_a_leaf_and_not_random_inserts() {
     e.close().unwrap();
 }
 
+/// Under `Lazy` durability, a commit that deleted or replaced an overflow value returns
+/// without waiting for the log: the chain's pages are queued and freed once the commit is
+/// durable (space invariant 5), by the next drain of the queue.
+#[test]
+fn a_lazy_commit_queues_an_old_chain_instead_of_waiting_for_the_log() {
+    let disk = FaultStorage::new(FaultConfig::new(17)).unwrap();
+    let s: Arc<dyn Storage> = Arc::new(disk.clone());
+    let log = LogOptions {
+        durability: crate::log::Durability::Lazy,
+        lazy_flush_interval_ms: 600_000, // no background sync during the test
+        ..log_options()
+    };
+    let e = Engine::open(s, &options(64), &log).unwrap();
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    t.insert(&mut tx, b"big", &value(1, 12_000)).unwrap();
+    tx.commit().unwrap();
+    e.free_pending().unwrap(); // the log is durable now, nothing is queued
+    let before = assert_sound(&t);
+    let mut tx = e.begin();
+    assert_eq!(t.delete(&mut tx, b"big").unwrap(), Some(value(1, 12_000)));
+    tx.commit().unwrap();
+    let log = e.log();
+    assert!(
+        log.durable_lsn() < log.end_lsn(),
+        "the commit waited for the log"
+    );
+    let chain: Vec<_> = before
+        .pages
+        .difference(&assert_sound(&t).pages)
+        .copied()
+        .collect();
+    assert!(chain.len() >= 3, "{chain:?}");
+    assert_eq!(e.space().pending_free_count(), chain.len());
+    for p in &chain {
+        assert!(e.space().is_allocated(*p).unwrap(), "page {p} freed early");
+    }
+    e.free_pending().unwrap();
+    assert_eq!(e.space().pending_free_count(), 0);
+    for p in &chain {
+        assert!(!e.space().is_allocated(*p).unwrap(), "page {p} not freed");
+    }
+    e.close().unwrap();
+}
+
 /// Values too large for a leaf go to overflow chains: 1 MiB round trips, updates between
 /// inline and overflow, deletes and rollbacks free their chains (once durable), and a
 /// committed chain survives a crash with its pages only in the log.

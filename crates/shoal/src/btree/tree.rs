@@ -224,6 +224,10 @@ impl Hint {
 /// Slots of [`LastLeaf`]: threads beyond this many share slots.
 const LAST_LEAF_SLOTS: usize = 8;
 
+/// Pages queued to be freed once the log is durable ([`BTree::free_when_durable`]) at or
+/// beyond which the queueing thread waits for the log and frees them.
+pub(crate) const PENDING_FREES_MAX: usize = 64;
+
 impl LastLeaf {
     fn none() -> LastLeaf {
         LastLeaf(std::array::from_fn(|_| HintSlot::new((0, 0))))
@@ -382,7 +386,8 @@ impl BTree {
     }
 
     /// The value of an old tagged value this transaction just removed or replaced; its
-    /// overflow chain, if any, is freed once the transaction commits durably.
+    /// overflow chain, if any, is freed once the transaction's commit is durable (queued at
+    /// commit, [`BTree::free_when_durable`]: the commit itself does not wait for the log).
     fn retire(&self, txn: &mut Transaction<'_>, old: Vec<u8>) -> Result<Vec<u8>> {
         let r = OverflowRef::parse(self.root, &old)?;
         let value = self
@@ -390,7 +395,12 @@ impl BTree {
             .ok_or_else(|| self.corrupt(self.root, "a value being removed lost its chain"))?;
         if let Some(r) = r {
             let tree = self.clone();
-            txn.after_commit(move || tree.free_overflow(&r));
+            let txns = txn.manager();
+            txn.after_commit_logged(move |commit| {
+                // Past the commit record: queued pages are freed once it is durable.
+                let after = Lsn(commit.0 + 1);
+                tree.free_when_durable(txns, &tree.overflow_pages(&r)?, after)
+            });
         }
         Ok(value)
     }
@@ -399,10 +409,37 @@ impl BTree {
     /// whose compensation records are logged: once they are durable (space invariant 5).
     fn drop_unlinked(&self, txns: &TxnManager, r: Option<OverflowRef>) -> Result<()> {
         if let Some(r) = r {
-            txns.log().wait_all_durable()?;
-            self.free_overflow(&r)?;
+            let pages = self.overflow_pages(&r)?;
+            self.free_when_durable(txns, &pages, txns.log().end_lsn())?;
         }
         Ok(())
+    }
+
+    /// Frees `pages`, which records below `after` made unreachable, once the log is durable
+    /// up to `after` (space invariant 5: a page must be unreachable on disk before the space
+    /// map can say it is free): queued ([`SpaceManager::free_after`]) and freed with
+    /// whatever else the log's durable point has passed, here or by a later call, a
+    /// checkpoint, `verify` or close. Waits for the log only when [`PENDING_FREES_MAX`]
+    /// pages or more are queued. Called with no latch held.
+    ///
+    /// # Errors
+    /// Log errors of the wait; as [`SpaceManager::free_after`] and
+    /// [`SpaceManager::free_durable`].
+    pub(crate) fn free_when_durable(
+        &self,
+        txns: &TxnManager,
+        pages: &[PageId],
+        after: Lsn,
+    ) -> Result<()> {
+        let log = txns.log();
+        let mut queued = 0;
+        for &p in pages {
+            queued = self.space.free_after(p, after)?;
+        }
+        if queued >= PENDING_FREES_MAX && after > Lsn::ZERO {
+            log.wait_durable(Lsn(after.0 - 1))?;
+        }
+        self.space.free_durable(log.durable_lsn()).map(|_| ())
     }
 
     pub(crate) fn corrupt(&self, page: PageId, why: impl Into<String>) -> Error {

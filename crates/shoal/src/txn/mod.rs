@@ -539,7 +539,7 @@ pub struct Transaction<'m> {
     /// Run after the commit is durable; dropped on rollback.
     after_commit: Vec<AfterCommit<'m>>,
     /// Run after a rollback (whole, or to a savepoint taken before it was registered).
-    on_rollback: Vec<AfterCommit<'m>>,
+    on_rollback: Vec<OnRollback<'m>>,
     isolation: IsolationLevel,
     /// Made at the first lock request; released (dropped) when the transaction ends.
     locks: Option<LockOwner>,
@@ -560,8 +560,17 @@ pub struct Savepoint {
     on_rollback: usize,
 }
 
-/// Work a transaction leaves for after its commit is durable.
-type AfterCommit<'m> = Box<dyn FnOnce() -> Result<()> + Send + 'm>;
+/// Work a transaction leaves for after its rollback ([`Transaction::on_rollback`]).
+type OnRollback<'m> = Box<dyn FnOnce() -> Result<()> + Send + 'm>;
+
+/// Work a transaction leaves for after its commit.
+enum AfterCommit<'m> {
+    /// Runs once the commit is durable ([`Transaction::after_commit`]).
+    Durable(Box<dyn FnOnce() -> Result<()> + Send + 'm>),
+    /// Runs once the commit record is appended, with its LSN
+    /// ([`Transaction::after_commit_logged`]).
+    Logged(Box<dyn FnOnce(Lsn) -> Result<()> + Send + 'm>),
+}
 
 impl<'m> Transaction<'m> {
     /// The transaction's id.
@@ -787,9 +796,15 @@ impl<'m> Transaction<'m> {
         // table as committed (`commit_lsn` module doc).
         mgr.table.remove(self.id);
         if !self.after_commit.is_empty() {
-            mgr.log.wait_durable(lsn)?;
-            for action in std::mem::take(&mut self.after_commit) {
-                action()?;
+            let actions = std::mem::take(&mut self.after_commit);
+            if actions.iter().any(|a| matches!(a, AfterCommit::Durable(_))) {
+                mgr.log.wait_durable(lsn)?;
+            }
+            for action in actions {
+                match action {
+                    AfterCommit::Durable(f) => f()?,
+                    AfterCommit::Logged(f) => f(lsn)?,
+                }
             }
         }
         Ok(())
@@ -801,7 +816,20 @@ impl<'m> Transaction<'m> {
     /// happen unless the commit survives a crash, such as freeing the overflow pages of a
     /// value the transaction deleted (a rollback would need them back).
     pub fn after_commit(&mut self, action: impl FnOnce() -> Result<()> + Send + 'm) {
-        self.after_commit.push(Box::new(action));
+        self.after_commit
+            .push(AfterCommit::Durable(Box::new(action)));
+    }
+
+    /// Registers `action` to run at the end of [`Transaction::commit`] with the LSN of the
+    /// commit record, which may not be durable yet (under `Lazy` durability), so the commit
+    /// does not wait for the log on its account; it is dropped if the transaction rolls
+    /// back. For work that can itself be deferred until the log is durable up to that LSN,
+    /// such as queueing pages to be freed then ([`SpaceManager::free_after`]).
+    ///
+    /// [`SpaceManager::free_after`]: crate::space::SpaceManager::free_after
+    pub fn after_commit_logged(&mut self, action: impl FnOnce(Lsn) -> Result<()> + Send + 'm) {
+        self.after_commit
+            .push(AfterCommit::Logged(Box::new(action)));
     }
 
     /// Marks a savepoint: [`Transaction::rollback_to`] with it undoes every change made
