@@ -361,6 +361,39 @@ fn cleaner_writes_dirty_pages_and_publishes_oldest_rec_lsn() {
     assert_eq!(pool.dirty_count(), 0);
 }
 
+/// A pool of 64 frames whose cleaner writes pages 10,000 bytes of log after they became
+/// dirty, with a log stand-in at LSN 1,000.
+fn lagged_pool(dir: &tempfile::TempDir) -> (Arc<BufferPool>, Arc<RecordingWal>) {
+    let wal = Arc::new(RecordingWal::default());
+    wal.next.store(1_000, SeqCst);
+    let o = Options {
+        cleaner_lag_bytes: 10_000,
+        ..opts(64)
+    };
+    (
+        BufferPool::open(data_file(dir), &o, wal.clone()).unwrap(),
+        wal,
+    )
+}
+
+/// Wakes the cleaner ten times, 5 ms apart.
+fn settle(pool: &BufferPool) {
+    for _ in 0..10 {
+        pool.wake_cleaner();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Wakes the cleaner until at most `dirty` frames are dirty; fails with `what` after 10 s.
+fn until_dirty_at_most(pool: &BufferPool, dirty: usize, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while pool.dirty_count() > dirty {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        pool.wake_cleaner();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// With a lag, the cleaner leaves pages dirtied recently (in log bytes) alone and writes
 /// them once the log has moved on by the lag; with more than half the pool dirty it writes
 /// dirty pages whatever their lag, until at most half the pool is dirty. (A pass writes
@@ -370,28 +403,7 @@ fn cleaner_writes_dirty_pages_and_publishes_oldest_rec_lsn() {
 #[test]
 fn cleaner_writes_pages_once_due_or_when_half_the_pool_is_dirty() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Arc::new(RecordingWal::default());
-    wal.next.store(1_000, SeqCst);
-    let o = Options {
-        cleaner_lag_bytes: 10_000,
-        ..opts(64)
-    };
-    let pool = BufferPool::open(data_file(&dir), &o, wal.clone()).unwrap();
-    let settle = |pool: &BufferPool| {
-        for _ in 0..10 {
-            pool.wake_cleaner();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    };
-    // Waits (up to 10 s) until at most `dirty` frames are dirty.
-    let until_dirty_at_most = |pool: &BufferPool, dirty: usize, what: &str| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while pool.dirty_count() > dirty {
-            assert!(std::time::Instant::now() < deadline, "{what}");
-            pool.wake_cleaner();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    };
+    let (pool, wal) = lagged_pool(&dir);
     fill(&pool, 20); // 20 of 64 frames, recovery LSN 1,000
     settle(&pool);
     assert_eq!(pool.dirty_count(), 20, "nothing is due at a lag of 0 bytes");
@@ -419,27 +431,7 @@ fn cleaner_writes_pages_once_due_or_when_half_the_pool_is_dirty() {
 #[test]
 fn cleaner_skips_futile_rewrites_until_a_checkpoint_begins() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Arc::new(RecordingWal::default());
-    wal.next.store(1_000, SeqCst);
-    let o = Options {
-        cleaner_lag_bytes: 10_000,
-        ..opts(64)
-    };
-    let pool = BufferPool::open(data_file(&dir), &o, wal.clone()).unwrap();
-    let settle = |pool: &BufferPool| {
-        for _ in 0..10 {
-            pool.wake_cleaner();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    };
-    let until_clean = |pool: &BufferPool, what: &str| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while pool.dirty_count() > 0 {
-            assert!(std::time::Instant::now() < deadline, "{what}");
-            pool.wake_cleaner();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    };
+    let (pool, wal) = lagged_pool(&dir);
     pool.set_image_horizon(Lsn(900)); // a checkpoint began at 900
     {
         // First change after the checkpoint: dirty at 1,000, image logged at 1,000.
@@ -449,7 +441,7 @@ fn cleaner_skips_futile_rewrites_until_a_checkpoint_begins() {
         g.set_page_lsn(Lsn(1_000));
     }
     wal.next.store(11_000, SeqCst);
-    until_clean(&pool, "a due page with a fresh image was not written");
+    until_dirty_at_most(&pool, 0, "a due page with a fresh image was not written");
     let writes = pool.stats().dirty_writes;
     {
         // Dirtied again: rule 3 gives it the image's LSN as its recovery LSN.
@@ -463,8 +455,9 @@ fn cleaner_skips_futile_rewrites_until_a_checkpoint_begins() {
     assert_eq!(pool.dirty_count(), 1, "a futile write was made");
     assert_eq!(pool.stats().dirty_writes, writes);
     pool.set_image_horizon(Lsn(20_000)); // a checkpoint began after the image
-    until_clean(
+    until_dirty_at_most(
         &pool,
+        0,
         "a page whose next change logs a new image was not written",
     );
     assert_eq!(pool.stats().dirty_writes, writes + 1);
