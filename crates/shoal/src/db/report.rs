@@ -37,7 +37,8 @@ pub struct DatabaseReport {
     /// The tables, by name.
     pub tables: Vec<TableSummary>,
     /// Allocated data pages no tree reaches: leaks of structure changes or CREATEs cut short
-    /// by a crash or a rollback (`btree` module doc). Not corruption.
+    /// by a crash or a rollback, and of merged-away pages or overflow chains still queued to
+    /// be freed at a crash (`btree` module doc, rules 10 and 11). Not corruption.
     pub unreachable_pages: u64,
     /// Problems found (empty for a healthy database): damaged pages (checksums), tree
     /// invariants, rows that do not decode, indexes that disagree with their table.
