@@ -432,10 +432,7 @@ impl BTree {
         after: Lsn,
     ) -> Result<()> {
         let log = txns.log();
-        let mut queued = 0;
-        for &p in pages {
-            queued = self.space.free_after(p, after)?;
-        }
+        let queued = self.space.free_after(pages, after)?;
         if queued >= PENDING_FREES_MAX && after > Lsn::ZERO {
             log.wait_durable(Lsn(after.0 - 1))?;
         }

@@ -37,25 +37,18 @@
 //! alive; it stops when told to or when the pool is gone.
 
 use super::pool::BufferPool;
-use parking_lot::{Condvar, Mutex};
+use crate::sync::periodic::Periodic;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
+use std::sync::Weak;
 use std::time::Duration;
 
 /// Dirty frames, in percent of the pool, above which a pass writes every dirty frame
 /// whatever its lag.
 pub(crate) const DIRTY_HIGH_PERCENT: usize = 50;
 
-#[derive(Default)]
-struct Control {
-    stop: bool,
-    wake: bool,
-}
-
+/// The page cleaner's thread.
 pub(crate) struct Cleaner {
-    ctl: Arc<(Mutex<Control>, Condvar)>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Periodic,
 }
 
 impl Cleaner {
@@ -69,59 +62,30 @@ impl Cleaner {
         batch: usize,
         lag_bytes: u64,
     ) -> std::io::Result<Cleaner> {
-        let ctl: Arc<(Mutex<Control>, Condvar)> = Arc::default();
-        let ctl2 = ctl.clone();
-        let thread = std::thread::Builder::new()
-            .name("shoal-cleaner".into())
-            .spawn(move || {
-                let mut last_evictions = 0;
-                loop {
-                    {
-                        let (m, cv) = &*ctl2;
-                        let mut c = m.lock();
-                        if !c.stop && !c.wake {
-                            cv.wait_for(&mut c, interval);
-                        }
-                        if c.stop {
-                            return;
-                        }
-                        c.wake = false;
-                    }
-                    let Some(pool) = pool.upgrade() else { return };
-                    let evictions = pool.counters.evictions.get();
-                    // Frames were replaced since the last pass: misses need clean victims, so
-                    // clean everything rather than leave them to write pages back themselves.
-                    let pressure = evictions != last_evictions;
-                    last_evictions = evictions;
-                    clean_pass(&pool, batch, if pressure { 0 } else { lag_bytes });
-                }
-            })?;
-        Ok(Cleaner {
-            ctl,
-            thread: Mutex::new(Some(thread)),
-        })
+        let mut last_evictions = 0;
+        let thread = Periodic::spawn("shoal-cleaner", interval, move || {
+            let Some(pool) = pool.upgrade() else {
+                return false;
+            };
+            let evictions = pool.counters.evictions.get();
+            // Frames were replaced since the last pass: misses need clean victims, so
+            // clean everything rather than leave them to write pages back themselves.
+            let pressure = evictions != last_evictions;
+            last_evictions = evictions;
+            clean_pass(&pool, batch, if pressure { 0 } else { lag_bytes });
+            true
+        })?;
+        Ok(Cleaner { thread })
     }
 
     pub(crate) fn wake(&self) {
-        let (m, cv) = &*self.ctl;
-        m.lock().wake = true;
-        cv.notify_one();
+        self.thread.wake();
     }
 
     /// Stops the thread and waits for it (unless called from the cleaner thread itself,
     /// which happens when its pass held the last reference to the pool).
     pub(crate) fn stop(&self) {
-        {
-            let (m, cv) = &*self.ctl;
-            m.lock().stop = true;
-            cv.notify_one();
-        }
-        let handle = self.thread.lock().take();
-        if let Some(h) = handle {
-            if h.thread().id() != std::thread::current().id() {
-                let _ = h.join();
-            }
-        }
+        self.thread.stop();
     }
 }
 

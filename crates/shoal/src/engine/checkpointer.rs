@@ -27,11 +27,11 @@
 use crate::error::Result;
 use crate::recovery::{self, CheckpointInfo};
 use crate::space::SpaceManager;
+use crate::sync::periodic::Periodic;
 use crate::txn::TxnManager;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How often the thread compares the log's end with the newest checkpoint's begin.
@@ -92,8 +92,7 @@ pub(crate) fn take(
 
 /// The background checkpoint thread (module doc).
 pub(crate) struct Checkpointer {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Periodic,
 }
 
 impl Checkpointer {
@@ -109,53 +108,26 @@ impl Checkpointer {
         counts: Arc<CheckpointCounts>,
         every_bytes: u64,
     ) -> std::io::Result<Checkpointer> {
-        let stop: Arc<(Mutex<bool>, Condvar)> = Arc::default();
-        let stop2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("shoal-checkpoint".into())
-            .spawn(move || {
-                // After a failure: the log's end then (invariant 4).
-                let mut retry_from = 0;
-                loop {
-                    {
-                        let (m, cv) = &*stop2;
-                        let mut stopped = m.lock();
-                        if !*stopped {
-                            cv.wait_for(&mut stopped, POLL);
-                        }
-                        if *stopped {
-                            return;
-                        }
-                    }
-                    let (Some(txns), Some(space)) = (txns.upgrade(), space.upgrade()) else {
-                        return;
-                    };
-                    let since = txns.checkpoint_begin().0.max(retry_from);
-                    let end = txns.log().end_lsn().0;
-                    if end.saturating_sub(since) < every_bytes {
-                        continue;
-                    }
-                    if take(&txns, &space, &lock, &counts).is_err() {
-                        retry_from = txns.log().end_lsn().0;
-                    }
-                }
-            })?;
-        Ok(Checkpointer {
-            stop,
-            thread: Mutex::new(Some(thread)),
-        })
+        // After a failure: the log's end then (invariant 4).
+        let mut retry_from = 0;
+        let thread = Periodic::spawn("shoal-checkpoint", POLL, move || {
+            let (Some(txns), Some(space)) = (txns.upgrade(), space.upgrade()) else {
+                return false;
+            };
+            let since = txns.checkpoint_begin().0.max(retry_from);
+            if txns.log().end_lsn().0.saturating_sub(since) >= every_bytes
+                && take(&txns, &space, &lock, &counts).is_err()
+            {
+                retry_from = txns.log().end_lsn().0;
+            }
+            true
+        })?;
+        Ok(Checkpointer { thread })
     }
 
     /// Stops the thread and waits for it (a checkpoint in progress completes first).
     /// Idempotent.
     pub(crate) fn stop(&self) {
-        {
-            let (m, cv) = &*self.stop;
-            *m.lock() = true;
-            cv.notify_one();
-        }
-        if let Some(h) = self.thread.lock().take() {
-            let _ = h.join();
-        }
+        self.thread.stop();
     }
 }

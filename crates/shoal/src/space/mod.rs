@@ -382,16 +382,19 @@ impl SpaceManager {
         self.unlink_epoch.load(Acquire)
     }
 
-    /// Queues data page `pid` to be freed once the log is durable up to `lsn`, an LSN past
-    /// every record that made it unreachable (invariant 5). Returns how many pages are
+    /// Queues data pages `pids` to be freed once the log is durable up to `lsn`, an LSN past
+    /// every record that made them unreachable (invariant 5). Returns how many pages are
     /// queued now.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if `pid` is not a data page of the file.
-    pub fn free_after(&self, pid: PageId, lsn: Lsn) -> Result<usize> {
-        self.check_data_page(pid)?;
+    /// [`Error::InvalidArgument`] if a page is not a data page of the file (then none is
+    /// queued).
+    pub fn free_after(&self, pids: &[PageId], lsn: Lsn) -> Result<usize> {
+        for &pid in pids {
+            self.check_data_page(pid)?;
+        }
         let mut q = self.pending_frees.lock();
-        q.push((lsn, pid));
+        q.extend(pids.iter().map(|&pid| (lsn, pid)));
         Ok(q.len())
     }
 

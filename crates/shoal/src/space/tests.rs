@@ -291,8 +291,8 @@ fn a_queued_free_waits_for_its_lsn_to_be_durable() {
     let space = SpaceManager::create(pool(dir.path())).unwrap();
     let (a, b) = (space.allocate().unwrap(), space.allocate().unwrap());
     space.release_caches().unwrap();
-    assert_eq!(space.free_after(a, Lsn(1_000)).unwrap(), 1);
-    assert_eq!(space.free_after(b, Lsn(2_000)).unwrap(), 2);
+    assert_eq!(space.free_after(&[a], Lsn(1_000)).unwrap(), 1);
+    assert_eq!(space.free_after(&[b], Lsn(2_000)).unwrap(), 2);
     // Not durable far enough: nothing is freed.
     assert_eq!(space.free_durable(Lsn(999)).unwrap(), 0);
     assert!(space.is_allocated(a).unwrap() && space.is_allocated(b).unwrap());
@@ -305,12 +305,12 @@ fn a_queued_free_waits_for_its_lsn_to_be_durable() {
     assert_eq!(space.pending_free_count(), 0);
     // A header or map page cannot be queued; a page queued twice is a double free when due.
     assert!(matches!(
-        space.free_after(PageId(0), Lsn(1)),
+        space.free_after(&[PageId(0)], Lsn(1)),
         Err(Error::InvalidArgument { .. })
     ));
     let c = space.allocate().unwrap();
-    space.free_after(c, Lsn(5)).unwrap();
-    space.free_after(c, Lsn(5)).unwrap();
+    space.free_after(&[c], Lsn(5)).unwrap();
+    space.free_after(&[c], Lsn(5)).unwrap();
     assert!(matches!(
         space.free_durable(Lsn(5)),
         Err(Error::PageNotAllocated { .. })

@@ -88,9 +88,13 @@
 //!
 //! The `loom` models in `loom_tests.rs` check invariants 1–4 (`RUSTFLAGS="--cfg loom"`);
 //! `stress_tests.rs` runs the same checks on real threads, with and without bias.
+//!
+//! Also here: [`periodic`], the stoppable periodic thread behind the page cleaner and the
+//! checkpointer.
 
 pub mod held;
 mod latch;
+pub(crate) mod periodic;
 mod readers;
 mod shim;
 
