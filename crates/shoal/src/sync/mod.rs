@@ -89,7 +89,7 @@
 //! The `loom` models in `loom_tests.rs` check invariants 1–4 (`RUSTFLAGS="--cfg loom"`);
 //! `stress_tests.rs` runs the same checks on real threads, with and without bias.
 //!
-//! Also here: [`periodic`], the stoppable periodic thread behind the page cleaner and the
+//! Also here: `periodic`, the stoppable periodic thread behind the page cleaner and the
 //! checkpointer.
 
 pub mod held;
