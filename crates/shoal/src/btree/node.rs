@@ -259,18 +259,23 @@ const INTERPOLATION_MIN_ENTRIES: usize = 16;
 /// The first index of `[0, count)` whose hint (`hint_at`, non-decreasing in the index) is not
 /// below `hint`; `count` if there is none. Interpolation search (Graefe, "Modern B-Tree
 /// Techniques", 2011, §4.3; Van Sandt et al., "Efficiently Searching In-Memory Sorted Arrays:
-/// Revenge of the Interpolation Search?", SIGMOD 2019): the first and last hints place a
+/// Revenge of the Interpolation Search?", SIGMOD 2019): the first hint and `last` place a
 /// guess on the line between them, then one window of [`INTERPOLATION_WINDOW`] slots beside
 /// the guess is bisected if it brackets the answer, else the rest of that side. Keys that are
 /// dense within a node (consecutive integers, a sequence number after a fixed prefix) are
-/// found with three slot reads — the ends and the guess — where bisection of a 300-entry
-/// leaf reads nine slots on five or six cache lines; skewed keys cost at most four reads more
+/// found with two slot reads — the first and the guess — where bisection of a 300-entry leaf
+/// reads nine slots on five or six cache lines; skewed keys cost at most four reads more
 /// than bisection.
+///
+/// `last` is the caller's copy of the last hint, `hint_at(count - 1)`: the page keeps one in
+/// its header line (slotted rule 9), so the guess need not wait for the slot array's last
+/// line. Only the guess and the choice of side depend on it; every answer is confirmed by
+/// slot reads, so a wrong `last` costs reads, never a wrong index.
 ///
 /// `hint_at` may return anything (an optimistic reader's page may change under it): every
 /// index passed to it is below `count` whatever it returns, and the caller validates.
 #[inline(always)]
-fn hint_lower_bound(count: usize, hint: u32, hint_at: impl Fn(usize) -> u32) -> usize {
+fn hint_lower_bound(count: usize, hint: u32, last: u32, hint_at: impl Fn(usize) -> u32) -> usize {
     let below = |i: usize| hint_at(i) < hint;
     if count < INTERPOLATION_MIN_ENTRIES {
         return lower_bound(0, count, below);
@@ -279,19 +284,26 @@ fn hint_lower_bound(count: usize, hint: u32, hint_at: impl Fn(usize) -> u32) -> 
     if hint <= first {
         return 0;
     }
-    let last = hint_at(count - 1);
+    // From here the answer lies in [1, count].
     if hint > last {
-        return count;
+        // Past the last entry, as an append is: the last slot confirms it (an appender has
+        // just written that line), else `last` was stale and the answer is in [1, count - 1].
+        return if below(count - 1) {
+            count
+        } else {
+            lower_bound(1, count - 1, below)
+        };
     }
-    // Here first < hint <= last, so the answer lies in [1, count - 1] and last > first.
+    // Here first < hint <= last, so last > first.
     let span = u64::from(last - first);
     let guess = (u64::from(hint - first) * (count as u64 - 1) / span) as usize;
-    let guess = guess.clamp(1, count - 1);
+    // `min`/`max`, not `clamp`: the compiler left `clamp` an out-of-line call here.
+    let guess = guess.max(1).min(count - 1);
     if below(guess) {
-        // The answer is in (guess, count - 1].
+        // The answer is in (guess, count].
         let end = (guess + INTERPOLATION_WINDOW).min(count - 1);
         if below(end) {
-            lower_bound(end + 1, count - 1, below)
+            lower_bound(end + 1, count, below)
         } else {
             lower_bound(guess + 1, end, below)
         }
@@ -618,7 +630,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         // format, and Slotted::open that the slot array of `count + 2` slots ends inside
         // the page; every index passed is < count.
         let hint_at = |i: usize| page.u32_at(HINTS_AT + NODE_SLOT_SIZE * i);
-        let lo = hint_lower_bound(count, probe.hint, hint_at);
+        let lo = hint_lower_bound(count, probe.hint, self.s.last_hint(), hint_at);
         if lo == count || hint_at(lo) != probe.hint {
             return Ok(Err(lo));
         }
@@ -1412,19 +1424,24 @@ mod tests {
     proptest! {
         /// Interpolation search agrees with bisection on any non-decreasing hints — dense
         /// runs, gaps, long runs of one value, all values equal — and any probe, including
-        /// probes below, between and above the hints.
+        /// probes below, between and above the hints; with the true last hint and with any
+        /// other (a wrong `last` may cost reads, never the answer).
         #[test]
         fn hint_lower_bound_matches_partition_point(
             mut hints in proptest::collection::vec(
                 prop_oneof![0u32..40, any::<u32>(), Just(u32::MAX), Just(0u32)], 0..400),
             probe in prop_oneof![0u32..40, any::<u32>(), Just(u32::MAX), Just(0u32)],
+            wrong_last in prop_oneof![0u32..40, any::<u32>(), Just(u32::MAX), Just(0u32)],
         ) {
             hints.sort_unstable();
-            let got = hint_lower_bound(hints.len(), probe, |i| hints[i]);
-            prop_assert_eq!(got, want(&hints, probe));
-            for &h in hints.iter().step_by(7) {
-                let got = hint_lower_bound(hints.len(), h, |i| hints[i]);
-                prop_assert_eq!(got, want(&hints, h));
+            let last = hints.last().copied().unwrap_or(0);
+            for l in [last, wrong_last] {
+                let got = hint_lower_bound(hints.len(), probe, l, |i| hints[i]);
+                prop_assert_eq!(got, want(&hints, probe), "last {}", l);
+                for &h in hints.iter().step_by(7) {
+                    let got = hint_lower_bound(hints.len(), h, l, |i| hints[i]);
+                    prop_assert_eq!(got, want(&hints, h), "last {}", l);
+                }
             }
         }
     }
@@ -1506,7 +1523,7 @@ mod tests {
                 .flat_map(|&h| [h.wrapping_sub(1), h, h.wrapping_add(1)])
             {
                 assert_eq!(
-                    hint_lower_bound(n, probe, |i| hints[i]),
+                    hint_lower_bound(n, probe, hints[n - 1], |i| hints[i]),
                     want(&hints, probe),
                     "probe {probe}"
                 );
@@ -1530,7 +1547,7 @@ mod tests {
         for count in [0usize, 1, 15, 16, 17, 64, 300] {
             for _ in 0..2000 {
                 let probe = next();
-                let got = hint_lower_bound(count, probe, |i| {
+                let got = hint_lower_bound(count, probe, next(), |i| {
                     assert!(i < count, "index {i} of {count}");
                     next()
                 });

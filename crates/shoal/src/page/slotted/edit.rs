@@ -1,8 +1,9 @@
 //! Writing slotted pages: `init` and the [`SlottedMut`] view.
 
 use super::{
-    encode_offset, uses_slotted_layout, Head, NoRoom, Slotted, HINTED_SLOT_SIZE, OFF_SLOT_COUNT,
-    OFF_SLOT_FORMAT, OFF_SPECIAL_LEN, SLOTS_HINTED, SLOTS_PLAIN, SLOT_SIZE, SPECIAL_MAX_BYTES,
+    encode_offset, uses_slotted_layout, Head, NoRoom, Slotted, HINTED_SLOT_SIZE, LAST_HINT_OFFSET,
+    OFF_SLOT_COUNT, OFF_SLOT_FORMAT, OFF_SPECIAL_LEN, SLOTS_HINTED, SLOTS_PLAIN, SLOT_SIZE,
+    SPECIAL_MAX_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::options::{PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
@@ -201,6 +202,9 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         }
         self.head.slot_count += 1;
         self.store_head();
+        if slot + 1 == self.head.slot_count {
+            self.store_last_hint(); // slotted rule 9: the new slot is the last one
+        }
         Ok(Ok(()))
     }
 
@@ -245,6 +249,9 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         self.head.frag = frag;
         self.reclaim_empty_heap();
         self.store_head();
+        if slot == self.head.slot_count {
+            self.store_last_hint(); // slotted rule 9: the last slot went, its predecessor is last
+        }
         Ok(())
     }
 
@@ -257,6 +264,9 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         if self.head.slot_size == HINTED_SLOT_SIZE {
             self.page
                 .write_from(self.head.slot_pos(slot) + SLOT_SIZE, &hint.to_le_bytes());
+            if slot + 1 == self.head.slot_count {
+                self.store_last_hint(); // slotted rule 9
+            }
         }
         Ok(())
     }
@@ -431,6 +441,19 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         raw[..2].copy_from_slice(&encode_offset(offset).to_le_bytes());
         raw[2..].copy_from_slice(&(len as u16).to_le_bytes());
         self.page.write_from(self.head.slot_pos(slot), &raw);
+    }
+
+    /// Copies the last slot's hint (0 when there are no slots) into `last_hint` on a hinted
+    /// page (slotted rule 9); a plain page keeps 0 there. Called by every change that gives
+    /// the page a different last slot or changes its hint.
+    fn store_last_hint(&mut self) {
+        if self.head.slot_size == HINTED_SLOT_SIZE {
+            let hint = match self.head.slot_count {
+                0 => 0,
+                n => self.page.u32_at(self.head.slot_pos(n - 1) + SLOT_SIZE),
+            };
+            self.page.write_from(LAST_HINT_OFFSET, &hint.to_le_bytes());
+        }
     }
 
     /// Writes slot count, free_start, free_end and frag_bytes: one aligned 8-byte word. The

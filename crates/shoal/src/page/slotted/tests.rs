@@ -192,6 +192,7 @@ enum Op {
     Push { len: usize, seed: u8 },
     Delete { at: usize },
     Update { at: usize, len: usize, seed: u8 },
+    SetHint { at: usize, hint: u32 },
     Compact,
 }
 
@@ -204,6 +205,7 @@ fn op_strategy(max_len: usize) -> impl Strategy<Value = Op> {
         3 => any::<usize>().prop_map(|at| Op::Delete { at }),
         3 => (any::<usize>(), len, any::<u8>())
             .prop_map(|(at, len, seed)| Op::Update { at, len, seed }),
+        1 => (any::<usize>(), any::<u32>()).prop_map(|(at, hint)| Op::SetHint { at, hint }),
         1 => Just(Op::Compact),
     ]
 }
@@ -231,6 +233,10 @@ fn apply<P: PageWrite + ?Sized>(page: &mut P, op: &Op) -> Option<bool> {
             Some(true)
         }
         Op::Update { at, len, seed } if n > 0 => placed(s.update(at % n, &record(len, seed))),
+        Op::SetHint { at, hint } if n > 0 => {
+            s.set_hint(at % n, hint).expect("set_hint");
+            Some(true)
+        }
         Op::Compact => {
             s.compact().expect("compact");
             assert_eq!(s.view().free_space(), s.view().free_space_total());
@@ -272,6 +278,10 @@ fn apply_model(model: &mut Model, slot_size: usize, free_total: usize, op: &Op) 
             }
             Some(fits)
         }
+        Op::SetHint { at, hint } if n > 0 => {
+            model[at % n].1 = hint;
+            Some(true)
+        }
         Op::Compact => Some(true),
         _ => None,
     }
@@ -304,6 +314,11 @@ fn assert_matches_model<P: PageRead + ?Sized>(
     }
     prop_assert!(view.get(model.len()).is_err());
     prop_assert!(view.hint(model.len()).is_err());
+    let last_hint = match model.last() {
+        Some(&(_, hint)) if hinted => hint,
+        _ => 0,
+    };
+    prop_assert_eq!(view.last_hint(), last_hint, "slotted rule 9");
     let free_total = model_free_total(page_len, special, slot_size, model);
     prop_assert_eq!(view.free_space_total(), free_total);
     prop_assert_eq!(
@@ -383,6 +398,11 @@ proptest! {
     }
 }
 
+/// `last_hint` of a page, as a view reads it.
+fn s_last_hint(page: &[u8]) -> u32 {
+    Slotted::open(page).unwrap().last_hint()
+}
+
 #[test]
 fn hinted_page_set_hint_and_unknown_slot_format() {
     let mut buf = vec![0u8; 4096];
@@ -397,6 +417,19 @@ fn hinted_page_set_hint_and_unknown_slot_format() {
         v.free_space_total(),
         capacity_bytes(4096, 32) - 2 * HINTED_SLOT_SIZE - 4
     );
+    check(buf.as_slice(), ID).unwrap();
+    assert_eq!(s_last_hint(&buf), 9, "slot 1 is the last one");
+    // A `last_hint` that is not the last slot's hint is corruption, named (slotted rule 9).
+    buf[LAST_HINT_OFFSET] ^= 1;
+    let (_, reason) = corruption_reason(check(buf.as_slice(), ID).err().unwrap());
+    assert!(reason.contains("rule 9"), "{reason}");
+    buf[LAST_HINT_OFFSET] ^= 1;
+    // Removing the last slot makes its predecessor's hint the copy; removing every slot, 0.
+    let mut s = SlottedMut::open(buf.as_mut_slice()).unwrap();
+    s.delete(1).unwrap();
+    assert_eq!(s.view().last_hint(), 7);
+    s.delete(0).unwrap();
+    assert_eq!(s.view().last_hint(), 0);
     check(buf.as_slice(), ID).unwrap();
     // A slot format other than 0 or 1 is corruption, named.
     buf[42] = 2;

@@ -1,6 +1,6 @@
 //! The read view of a slotted page.
 
-use super::{Head, HINTED_SLOT_SIZE, SLOT_SIZE};
+use super::{Head, HINTED_SLOT_SIZE, LAST_HINT_OFFSET, SLOT_SIZE};
 use crate::error::Result;
 use crate::page::bytes::PageRead;
 use crate::page::header::{self, HEADER_SIZE};
@@ -87,6 +87,14 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
         }
         // In bounds: slot < slot_count and the slot array ends inside the page (`Head::read`).
         Ok(self.page.u32_at(self.head.slot_pos(slot) + SLOT_SIZE))
+    }
+
+    /// `last_hint` as stored (slotted rule 9): the last slot's hint on a hinted page with
+    /// slots, else 0. Not checked against the slot here (that is [`super::check`]'s job): a
+    /// search uses it only as a bound.
+    #[inline]
+    pub fn last_hint(&self) -> u32 {
+        self.page.u32_at(LAST_HINT_OFFSET)
     }
 
     /// Size of the special area in bytes, as set by `init`.
