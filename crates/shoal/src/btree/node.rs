@@ -426,6 +426,13 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         self.s.slot_count() - FIRST_ENTRY
     }
 
+    /// Prefetches what inserting an `entry_len`-byte entry at index `i` will write
+    /// ([`Slotted::prefetch_insert`]).
+    #[inline]
+    pub(crate) fn prefetch_insert(&self, i: usize, entry_len: usize) {
+        self.s.prefetch_insert(FIRST_ENTRY + i, entry_len);
+    }
+
     /// Free bytes for new records and their slots, after compaction.
     pub(crate) fn free_bytes(&self) -> usize {
         self.s.free_space_total()

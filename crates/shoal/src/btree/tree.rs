@@ -771,12 +771,17 @@ impl BTree {
                         i,
                         false,
                     ),
-                    Err(i) => (
-                        None,
-                        n.free_bytes().saturating_sub(NODE_SLOT_SIZE),
-                        i,
-                        i == n.entry_count(),
-                    ),
+                    Err(i) => {
+                        // The log record is built and appended before the page changes:
+                        // time for the lines the insert writes to arrive.
+                        n.prefetch_insert(i, entry.len());
+                        (
+                            None,
+                            n.free_bytes().saturating_sub(NODE_SLOT_SIZE),
+                            i,
+                            i == n.entry_count(),
+                        )
+                    }
                 }
             };
             if old.is_none() && mode != Put::Update && self.locking.is_some() {

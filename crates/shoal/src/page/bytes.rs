@@ -63,7 +63,7 @@ pub trait PageRead {
     }
     /// Hints that the cache line holding byte `offset` will be read soon (a software
     /// prefetch). Changes nothing and never fails; an `offset` past the page is ignored. The
-    /// default does nothing; the frame images of the buffer pool prefetch.
+    /// default does nothing; byte slices and the atomic frame images prefetch.
     #[inline(always)]
     fn prefetch(&self, offset: usize) {
         let _ = offset;
@@ -125,6 +125,12 @@ impl PageRead for [u8] {
     #[inline(always)]
     fn head_be(&self, offset: usize, n: usize) -> u64 {
         slice_head_be(self, offset, n)
+    }
+    #[inline(always)]
+    fn prefetch(&self, offset: usize) {
+        if let Some(b) = self.get(offset) {
+            prefetch_ptr(b);
+        }
     }
 }
 
@@ -295,15 +301,21 @@ fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
 /// Issues a software prefetch (to all cache levels) of the line holding `w`.
 #[inline(always)]
 fn prefetch_line(w: &AtomicU64) {
+    prefetch_ptr(w);
+}
+
+/// Issues a software prefetch (to all cache levels) of the line holding `*r`.
+#[inline(always)]
+fn prefetch_ptr<T>(r: &T) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     // SAFETY: PREFETCHT0 only hints the cache; it reads no value into the program and cannot
-    // fault, and `w` is a live reference anyway.
+    // fault, and `r` is a live reference anyway.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(w.as_ptr() as *const i8);
+        _mm_prefetch::<_MM_HINT_T0>(r as *const T as *const i8);
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    let _ = w;
+    let _ = r;
 }
 
 /// `PageRead` for the atomic page types: relaxed loads, one load for a small read within a
