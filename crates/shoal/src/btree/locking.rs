@@ -204,9 +204,10 @@ impl BTree {
         s: &LockSpace,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        let name = s.key(key);
+        // The key's lock name (a hash of the key) is made only when needed: a transaction
+        // that holds no locks yet holds none on this key.
         if txn.isolation() == IsolationLevel::ReadCommitted
-            && !txn.holds(&name, mgl::S, LockDuration::Short)
+            && (txn.lock_count() == 0 || !txn.holds(&s.key(key), mgl::S, LockDuration::Short))
         {
             // Commit_LSN (Mohan, VLDB 1990): a leaf whose page LSN is below it holds only
             // committed data, so the key needs no lock (module doc, "Reads without key
@@ -229,6 +230,7 @@ impl BTree {
                 }
             }
         }
+        let name = s.key(key);
         let short = self.lock_for_read(txn, &name)?;
         let v = self.get(key);
         if short {

@@ -639,6 +639,11 @@ impl<'m> Transaction<'m> {
             .is_some_and(|o| o.covers(name, mode, duration))
     }
 
+    /// Number of names the transaction holds locks on now (0 before its first lock).
+    pub fn lock_count(&self) -> usize {
+        self.locks.as_ref().map_or(0, |o| o.lock_count())
+    }
+
     /// Releases the short part of the transaction's lock on `name` (the end of one READ
     /// COMMITTED read); O(1). False if it held no short lock there.
     pub fn release_short_lock(&mut self, name: &LockName) -> bool {
