@@ -205,7 +205,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     /// and, where the record fits without compaction, its place at the bottom of the heap.
     /// A caller that has other work before the insert (a B-tree encodes and appends the log
     /// record first) overlaps these cache misses with it. Changes nothing and never fails;
-    /// a `slot` past the array prefetches only the heap line.
+    /// a `slot` past the array is taken as an append (the new slot's line only).
     #[inline]
     pub fn prefetch_insert(&self, slot: usize, len: usize) {
         /// Bytes between prefetches: one cache line.
