@@ -26,6 +26,23 @@ pub const HEADER_SIZE: usize = 32;
 /// Current page format version; bumped on any change of page layout.
 pub const PAGE_FORMAT_VERSION: u16 = 4;
 
+/// The reason given for a page of format `version` where [`PAGE_FORMAT_VERSION`] was
+/// expected: it says which build wrote it, and that there is no upgrade yet
+/// (`docs/format.md`, "Format versioning").
+pub(crate) fn version_mismatch(version: u16) -> String {
+    let writer = if version < PAGE_FORMAT_VERSION && version > 0 {
+        "an older build of Shoal wrote it; recreate the database (no in-place upgrade yet)"
+    } else if version > PAGE_FORMAT_VERSION {
+        "a newer build of Shoal wrote it"
+    } else {
+        "not a Shoal page, or a damaged one"
+    };
+    format!(
+        "unsupported page format version {version} (this build reads version \
+         {PAGE_FORMAT_VERSION}): {writer}"
+    )
+}
+
 const OFF_CHECKSUM: usize = 0;
 const OFF_VERSION: usize = 4;
 const OFF_TYPE: usize = 6;
@@ -154,10 +171,7 @@ pub fn verify(image: &[u8], expected: PageId) -> Result<()> {
     }
     let version = image.u16_at(OFF_VERSION);
     if version != PAGE_FORMAT_VERSION {
-        return Err(Error::corruption(
-            expected,
-            format!("unsupported page format version {version} (expected {PAGE_FORMAT_VERSION})"),
-        ));
+        return Err(Error::corruption(expected, version_mismatch(version)));
     }
     if page_type(image).is_none() {
         return Err(Error::corruption(

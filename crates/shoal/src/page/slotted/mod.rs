@@ -318,9 +318,7 @@ impl Head {
         if version != PAGE_FORMAT_VERSION {
             return Err(Error::corruption(
                 page_id,
-                format!(
-                    "unsupported page format version {version} (expected {PAGE_FORMAT_VERSION})"
-                ),
+                header::version_mismatch(version),
             ));
         }
         let type_raw = header::page_type_raw(page);
