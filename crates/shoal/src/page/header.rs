@@ -218,4 +218,26 @@ mod tests {
         let e = verify(&zero, PageId(3)).unwrap_err().to_string();
         assert!(e.contains("never written"), "{e}");
     }
+
+    /// A sealed page of another format version is corruption that says who wrote it.
+    #[test]
+    fn other_format_versions_are_named() {
+        for (version, says) in [
+            (PAGE_FORMAT_VERSION - 1, "older build"),
+            (PAGE_FORMAT_VERSION + 1, "newer build"),
+        ] {
+            let mut img = vec![0u8; 4096];
+            init(img.as_mut_slice(), PageId(5), PageType::Raw);
+            img.as_mut_slice().put_u16(OFF_VERSION, version);
+            seal(&mut img);
+            let e = verify(&img, PageId(5)).unwrap_err();
+            assert!(matches!(e, Error::Corruption { .. }), "{e}");
+            let e = e.to_string();
+            assert!(
+                e.contains(&format!("version {version}")) && e.contains(says),
+                "{e}"
+            );
+        }
+        assert!(version_mismatch(0).contains("not a Shoal page"));
+    }
 }
