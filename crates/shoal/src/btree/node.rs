@@ -713,7 +713,8 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     }
 
     /// Checks the search keys against the fences and entries (for `verify`): the prefix
-    /// length and head, then every entry's hint. Returns the first mismatch, described.
+    /// length and head, then every entry's hint and the header's copy of the last one
+    /// (slotted rule 9). Returns the first mismatch, described.
     ///
     /// # Errors
     /// [`Error::Corruption`] if a fence or entry cannot be read.
@@ -750,6 +751,14 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                     "entry {i} has hint {got:#010x}, its key {want:#010x}"
                 )));
             }
+        }
+        // Slotted rule 9: the header's copy of the last slot's hint, which searches guess from.
+        let last = self.s.hint(self.s.slot_count() - 1)?;
+        if self.s.last_hint() != last {
+            return Ok(Some(format!(
+                "last_hint {:#010x} in the header, the last slot's hint is {last:#010x}",
+                self.s.last_hint()
+            )));
         }
         Ok(None)
     }
