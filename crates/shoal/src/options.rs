@@ -73,6 +73,14 @@ pub struct Options {
     /// update 3), limits 0 / 2 / 3 / 4 gave TPC-B at 16 threads 36 k / 129 k / 106 k / 70 k
     /// transactions/s and the TPC-C mix 14.4 k / 12.5 k / 13.9 k / 13.5 k.
     pub max_running_txns: usize,
+    /// Transactions in a row a thread may start under the admission limit while others wait
+    /// for a slot; then it hands its slot to the longest waiter (`txn::admission`, invariant
+    /// 3). At least 1; default [`crate::txn::admission::TURNS`] (16). More turns mean fewer
+    /// hand-offs, so more throughput when threads outnumber slots, and longer waits for the
+    /// queued threads. On 2 cores with 64 threads (`docs/benchmarks.md`, update 9), 16 / 32 /
+    /// 64 turns gave TPC-B 119 k / 128 k / 136 k transactions/s with a 99th-percentile latency
+    /// of 9 / 15 / 27 ms, and TPC-C Payment 73 k / 75 k / 80 k/s at 14 / 27 / 46 ms.
+    pub admission_turns: u32,
 }
 
 impl Default for Options {
@@ -91,6 +99,7 @@ impl Default for Options {
             max_lock_owners: 1024,
             prefault_pool: true,
             max_running_txns: std::thread::available_parallelism().map_or(4, |n| n.get()) + 1,
+            admission_turns: crate::txn::admission::TURNS,
         }
     }
 }
@@ -129,6 +138,9 @@ impl Options {
         }
         if self.cleaner_batch_pages == 0 {
             return Err(Error::invalid("cleaner_batch_pages", "must be at least 1"));
+        }
+        if self.admission_turns == 0 {
+            return Err(Error::invalid("admission_turns", "must be at least 1"));
         }
         self.lock_options().validate()
     }
@@ -184,5 +196,11 @@ mod tests {
         };
         let e = o.validate().unwrap_err().to_string();
         assert!(e.contains("pool_size_bytes"), "{e}");
+        let o = Options {
+            admission_turns: 0,
+            ..Options::default()
+        };
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("admission_turns"), "{e}");
     }
 }

@@ -97,7 +97,7 @@ impl Engine {
             options.lock_options(),
         )?);
         let mut txns = TxnManager::new(log, pool, resources, locks);
-        txns.set_max_running(options.max_running_txns);
+        txns.set_admission(options.max_running_txns, options.admission_turns);
         let txns = Arc::new(txns);
         let restart = recovery::restart(&txns)?;
         // Space invariant 2: from now on a reservation is a logged system transaction

@@ -17,7 +17,7 @@
 //!              │ no
 //!              ▼
 //!            its turns left, or nobody waits: CAS its last slot FREE → mine, else any other
-//!              │ none free, or its TURNS are used up while others wait
+//!              │ none free, or its turns are used up while others wait
 //!              ▼
 //!            queue (FIFO) and park until a slot is handed to it, or (at the head) one is
 //!            free; after MAX_WAIT run without a slot
@@ -40,9 +40,10 @@
 //!    way hands its slot to the head of the queue under the `queue` mutex and unparks it
 //!    (an unpark before the park makes the park return at once). A slot freed without a
 //!    hand-off is found by the head waiter's poll ([`POLL`]).
-//! 3. Fairness: a thread takes at most [`TURNS`] slots in a row while others wait; then it
-//!    hands its slot to the longest waiter and queues behind the others. Waiters take slots
-//!    in arrival order (only the head of the queue takes a free slot).
+//! 3. Fairness: a thread takes at most `turns` ([`TURNS`] by default) slots in a row while
+//!    others wait; then it hands its slot to the longest waiter and queues behind the
+//!    others. Waiters take slots in arrival order (only the head of the queue takes a free
+//!    slot).
 //! 4. Nesting: a thread's second transaction while it holds a slot of the same gate shares
 //!    that slot (a thread never waits for itself): its ticket owns nothing, and the slot is
 //!    given back when the ticket that took it is dropped — on any thread, since a ticket
@@ -62,7 +63,8 @@ use std::time::{Duration, Instant};
 /// Longest a transaction waits for a slot before it runs anyway (soft limit: 50 ms).
 pub const MAX_WAIT: Duration = Duration::from_millis(50);
 
-/// Slots a thread may take in a row while others wait (invariant 3).
+/// Slots a thread may take in a row while others wait (invariant 3): the default of
+/// `Options::admission_turns`, which says what more or fewer turns trade.
 pub const TURNS: u32 = 16;
 
 /// How often the head waiter looks for a slot freed without a hand-off (1 ms).
@@ -72,6 +74,8 @@ pub const POLL: Duration = Duration::from_millis(1);
 pub struct Admission {
     /// One word per slot: 0 free, else its holder's token (invariant 1).
     slots: Box<[CachePadded<AtomicU64>]>,
+    /// Slots a thread may take in a row while others wait (invariant 3).
+    turns: u32,
     /// Queued waiters, in arrival order: (token, thread to unpark).
     queue: Mutex<VecDeque<(u64, Thread)>>,
     /// `queue.len()`, readable without the mutex.
@@ -126,10 +130,17 @@ fn next_token() -> u64 {
 }
 
 impl Admission {
-    /// A gate with `limit` slots (at least 1).
+    /// A gate with `limit` slots (at least 1) and [`TURNS`] turns.
     pub fn new(limit: usize) -> Admission {
+        Admission::with_turns(limit, TURNS)
+    }
+
+    /// A gate with `limit` slots (at least 1) on which a thread takes at most `turns` (at
+    /// least 1) slots in a row while others wait (invariant 3).
+    pub fn with_turns(limit: usize, turns: u32) -> Admission {
         static IDS: AtomicU64 = AtomicU64::new(1);
         Admission {
+            turns: turns.max(1),
             slots: (0..limit.max(1))
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
@@ -144,6 +155,11 @@ impl Admission {
     /// Number of slots.
     pub fn limit(&self) -> usize {
         self.slots.len()
+    }
+
+    /// Slots a thread may take in a row while others wait (invariant 3).
+    pub fn turns(&self) -> u32 {
+        self.turns
     }
 
     /// (transactions that waited for a slot, transactions that ran without one after
@@ -173,7 +189,7 @@ impl Admission {
         let last = LAST.with(Cell::get);
         let mine = last.gate == self.id;
         let first = if mine { last.slot } else { 0 };
-        let used_up = mine && last.turns >= TURNS;
+        let used_up = mine && last.turns >= self.turns;
         // Invariant 3: with others waiting, a thread whose turns are used up (it handed its
         // slot on when it left) and a newcomer both queue behind them.
         let queue_first = (used_up || !mine) && self.waiters.load(Relaxed) > 0;
@@ -279,7 +295,7 @@ impl Admission {
             }
         });
         let last = LAST.with(Cell::get);
-        let used_up = last.gate == self.id && last.turns >= TURNS;
+        let used_up = last.gate == self.id && last.turns >= self.turns;
         if (used_up || hand_off) && self.waiters.load(Relaxed) > 0 {
             let mut q = self.queue.lock();
             if let Some((token, thread)) = q.pop_front() {
@@ -446,5 +462,50 @@ mod tests {
         stop.store(true, SeqCst);
         busy.join().unwrap();
         assert_eq!(gate.counts().1, 0, "the waiter got in without timing out");
+    }
+
+    /// Invariant 3 with the gate's own `turns`: while a thread waits, a busy thread enters
+    /// at most `turns` more times (one more may have been under way when the waiter queued).
+    #[test]
+    fn a_busy_thread_takes_at_most_its_turns_while_another_waits() {
+        assert_eq!(Admission::with_turns(1, 0).turns(), 1, "at least one turn");
+        for turns in [2u32, 5] {
+            let gate = Arc::new(Admission::with_turns(1, turns));
+            assert_eq!(gate.turns(), turns);
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            // Entries of the busy thread since the waiter started waiting (u64::MAX: none waits).
+            let since = Arc::new(AtomicU64::new(u64::MAX));
+            let most = Arc::new(AtomicU64::new(0));
+            let busy = {
+                let (gate, stop, since, most) =
+                    (gate.clone(), stop.clone(), since.clone(), most.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(SeqCst) {
+                        let _t = gate.enter();
+                        if since.load(SeqCst) != u64::MAX {
+                            let n = since.fetch_add(1, SeqCst) + 1;
+                            most.fetch_max(n, SeqCst);
+                        }
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                })
+            };
+            std::thread::sleep(Duration::from_millis(5));
+            for _ in 0..5 {
+                since.store(0, SeqCst);
+                let t = gate.enter();
+                since.store(u64::MAX, SeqCst);
+                drop(t);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            stop.store(true, SeqCst);
+            busy.join().unwrap();
+            let most = most.load(SeqCst);
+            assert!(
+                most <= u64::from(turns) + 1,
+                "the busy thread entered {most} times in a row with {turns} turns"
+            );
+            assert_eq!(gate.counts().1, 0, "the waiter got in without timing out");
+        }
     }
 }

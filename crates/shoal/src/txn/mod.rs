@@ -173,7 +173,13 @@ impl TxnManager {
     /// Limits the user transactions running at once to `limit` ([`admission`]: a soft
     /// limit; 0 removes it). System transactions are never held back.
     pub fn set_max_running(&mut self, limit: usize) {
-        self.admission = (limit > 0).then(|| admission::Admission::new(limit));
+        self.set_admission(limit, admission::TURNS);
+    }
+
+    /// As [`TxnManager::set_max_running`], with `turns` slots a thread may take in a row
+    /// while others wait (at least 1; `Options::admission_turns`).
+    pub fn set_admission(&mut self, limit: usize, turns: u32) {
+        self.admission = (limit > 0).then(|| admission::Admission::with_turns(limit, turns));
     }
 
     /// The admission gate, if user transactions are limited.
