@@ -298,12 +298,6 @@ fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
     }
 }
 
-/// Issues a software prefetch (to all cache levels) of the line holding `w`.
-#[inline(always)]
-fn prefetch_line(w: &AtomicU64) {
-    prefetch_ptr(w);
-}
-
 /// Issues a software prefetch (to all cache levels) of the line holding `*r`.
 #[inline(always)]
 fn prefetch_ptr<T>(r: &T) {
@@ -334,7 +328,7 @@ macro_rules! impl_atomic_page_read {
             #[inline(always)]
             fn prefetch(&self, offset: usize) {
                 if let Some(w) = self.words.get(offset / 8) {
-                    prefetch_line(w);
+                    prefetch_ptr(w);
                 }
             }
             #[inline(always)]

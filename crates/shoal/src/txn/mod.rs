@@ -62,7 +62,7 @@
 //!    [`Transaction::release_short_locks`] drops at the end of a statement. A partial
 //!    rollback keeps its locks. Begin and commit take no mutex shared by all transactions.
 //!
-//! 10. **Admission** ([`admission`]): with a limit set ([`TxnManager::set_max_running`]),
+//! 10. **Admission** ([`admission`]): with a limit set ([`TxnManager::set_admission`]),
 //!     a user transaction takes a slot of the admission gate before its first write lock
 //!     (a request in a mode other than IS and S: readers are never held back, and a
 //!     select of a few hundred nanoseconds would spend more on the gate than it saves;
@@ -171,13 +171,9 @@ impl TxnManager {
     }
 
     /// Limits the user transactions running at once to `limit` ([`admission`]: a soft
-    /// limit; 0 removes it). System transactions are never held back.
-    pub fn set_max_running(&mut self, limit: usize) {
-        self.set_admission(limit, admission::TURNS);
-    }
-
-    /// As [`TxnManager::set_max_running`], with `turns` slots a thread may take in a row
-    /// while others wait (at least 1; `Options::admission_turns`).
+    /// limit; 0 removes it), a thread taking at most `turns` slots in a row while others
+    /// wait (at least 1; `Options::max_running_txns`, `Options::admission_turns`). System
+    /// transactions are never held back.
     pub fn set_admission(&mut self, limit: usize, turns: u32) {
         self.admission = (limit > 0).then(|| admission::Admission::with_turns(limit, turns));
     }

@@ -448,10 +448,7 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
     /// the page a different last slot or changes its hint.
     fn store_last_hint(&mut self) {
         if self.head.slot_size == HINTED_SLOT_SIZE {
-            let hint = match self.head.slot_count {
-                0 => 0,
-                n => self.page.u32_at(self.head.slot_pos(n - 1) + SLOT_SIZE),
-            };
+            let hint = self.view().required_last_hint();
             self.page.write_from(LAST_HINT_OFFSET, &hint.to_le_bytes());
         }
     }

@@ -420,18 +420,8 @@ pub fn check<P: PageRead + ?Sized>(page: &P, page_id: PageId) -> Result<()> {
             "reserved bytes [{OFF_RESERVED}, {LAST_HINT_OFFSET}) are not zero: {reserved:02x?}"
         )));
     }
-    let last_hint = page.u32_at(LAST_HINT_OFFSET);
-    let want = match head.slot_count {
-        n if n > 0 && head.slot_size == HINTED_SLOT_SIZE => {
-            page.u32_at(head.slot_pos(n - 1) + SLOT_SIZE)
-        }
-        _ => 0,
-    };
-    if last_hint != want {
-        return Err(head.corrupt(format!(
-            "last_hint is {last_hint:#010x}, but the last slot's hint is {want:#010x} (slotted \
-             rule 9)"
-        )));
+    if let Some(problem) = Slotted::from_parts(page, head).last_hint_problem() {
+        return Err(head.corrupt(problem));
     }
     // (offset, length, slot) of every non-empty record.
     let mut records = Vec::with_capacity(head.slot_count);

@@ -97,6 +97,31 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
         self.page.u32_at(LAST_HINT_OFFSET)
     }
 
+    /// What slotted rule 9 requires `last_hint` to be: the last slot's hint on a hinted
+    /// page with slots, else 0.
+    pub(super) fn required_last_hint(&self) -> u32 {
+        match self.head.slot_count {
+            n if n > 0 && self.head.slot_size == HINTED_SLOT_SIZE => {
+                // In bounds: the slot array ends inside the page (`Head::read`).
+                self.page.u32_at(self.head.slot_pos(n - 1) + SLOT_SIZE)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Slotted rule 9: `None` if `last_hint` is the last slot's hint (0 on a plain page or
+    /// one without slots), else a description of the mismatch. O(1); for checkers
+    /// ([`super::check`], the B-tree's `verify`).
+    pub fn last_hint_problem(&self) -> Option<String> {
+        let (got, want) = (self.last_hint(), self.required_last_hint());
+        (got != want).then(|| {
+            format!(
+                "last_hint is {got:#010x}, but the last slot's hint is {want:#010x} (slotted \
+                 rule 9)"
+            )
+        })
+    }
+
     /// Size of the special area in bytes, as set by `init`.
     pub fn special_len(&self) -> usize {
         self.head.special_len
