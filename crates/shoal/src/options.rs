@@ -57,6 +57,13 @@ pub struct Options {
     pub lock_escalation_threshold: usize,
     /// Most transactions that may hold locks at once. Default 1,024; at most 2^20.
     pub max_lock_owners: usize,
+    /// Speculative lock inheritance (Johnson et al., "Improving OLTP Scalability using
+    /// Speculative Lock Inheritance", VLDB 2009; `lock` module doc, rule F5): a committed
+    /// transaction's table intention locks (IS, IX) stay with its thread, and the thread's
+    /// next transaction starts out holding them instead of taking them again. A request
+    /// that conflicts with them (DROP TABLE, a table S or X lock) revokes them; it never
+    /// waits for an idle thread. Default `true`.
+    pub lock_inheritance: bool,
     /// Fault in the buffer pool's memory in a background thread right after open, so that
     /// the first use of a frame does not stall a transaction while the kernel zeroes its
     /// page (about a tenth of the time of an insert-heavy run into fresh memory). The whole
@@ -97,6 +104,7 @@ impl Default for Options {
             lock_timeout_ms: 60_000,
             lock_escalation_threshold: 5_000,
             max_lock_owners: 1024,
+            lock_inheritance: true,
             prefault_pool: true,
             max_running_txns: std::thread::available_parallelism().map_or(4, |n| n.get()) + 1,
             admission_turns: crate::txn::admission::TURNS,
@@ -151,6 +159,7 @@ impl Options {
             timeout: std::time::Duration::from_millis(self.lock_timeout_ms),
             escalation_threshold: self.lock_escalation_threshold,
             max_owners: self.max_lock_owners,
+            inheritance: self.lock_inheritance,
             ..crate::lock::LockOptions::default()
         }
     }

@@ -800,3 +800,50 @@ fn read_committed_reads_never_see_a_change_that_rolls_back() {
     assert!(reads > 0);
     db.close().unwrap();
 }
+
+#[test]
+fn drop_table_does_not_wait_for_an_idle_thread_that_wrote_to_the_table() {
+    // With lock inheritance (the default) the writer's thread keeps its IX on the table
+    // after commit; DROP TABLE's X must revoke it, not wait for it. A zero lock timeout
+    // turns any wait into a LockTimeout.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        lock_timeout_ms: 0,
+        ..options()
+    };
+    let db = Database::create(dir.path(), &opts).unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    db.create_table(&mut tx, account_def()).unwrap();
+    tx.commit().unwrap();
+    let (wrote_tx, wrote_rx) = std::sync::mpsc::channel();
+    let (dropped_tx, dropped_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let db = &db;
+        let writer = s.spawn(move || {
+            let mut tx = db.begin(IsolationLevel::ReadCommitted);
+            let t = db.table(&mut tx, "account").unwrap();
+            t.insert(&mut tx, &account(1)).unwrap();
+            tx.commit().unwrap();
+            wrote_tx.send(()).unwrap();
+            dropped_rx.recv().unwrap();
+            // The next transaction of this thread finds the table gone.
+            let mut tx = db.begin(IsolationLevel::ReadCommitted);
+            let r = db.table(&mut tx, "account").map(|_| ());
+            tx.commit().unwrap();
+            r
+        });
+        wrote_rx.recv().unwrap();
+        let mut tx = db.begin(IsolationLevel::ReadCommitted);
+        let dropped = db.drop_table(&mut tx, "account");
+        // Let the writer go before any assertion, so that a failure cannot hang the scope.
+        dropped_tx.send(()).unwrap();
+        dropped.unwrap();
+        tx.commit().unwrap();
+        assert!(matches!(
+            writer.join().unwrap(),
+            Err(Error::NoSuchTable { .. })
+        ));
+    });
+    assert!(db.engine().txns().locks().stats().inherited_revoked >= 1);
+    db.close().unwrap();
+}

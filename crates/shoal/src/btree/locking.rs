@@ -205,9 +205,9 @@ impl BTree {
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
         // The key's lock name (a hash of the key) is made only when needed: a transaction
-        // that holds no locks yet holds none on this key.
+        // that holds no row-level locks holds none on this key.
         if txn.isolation() == IsolationLevel::ReadCommitted
-            && (txn.lock_count() == 0 || !txn.holds(&s.key(key), mgl::S, LockDuration::Short))
+            && (txn.row_lock_count() == 0 || !txn.holds(&s.key(key), mgl::S, LockDuration::Short))
         {
             // Commit_LSN (Mohan, VLDB 1990): a leaf whose page LSN is below it holds only
             // committed data, so the key needs no lock (module doc, "Reads without key

@@ -36,11 +36,34 @@ impl Entries {
     fn find(&self, key: FastKey) -> Option<usize> {
         (0..FAST_PATH_ENTRIES).find(|&i| self.modes[i] != FREE && self.keys[i] == key)
     }
+
+    fn clear(&mut self) {
+        self.modes = [FREE; FAST_PATH_ENTRIES];
+    }
+}
+
+/// `Slot::state` bit: the slot is parked (F5).
+const PARKED: u32 = 1;
+/// `Slot::state` bit: a strong request moved an entry out of the slot since its owner's
+/// transaction began (F5: such an owner does not park).
+const MOVED: u32 = 2;
+/// `Slot::state` is `generation << STATE_SHIFT | flags`.
+const STATE_SHIFT: u32 = 2;
+
+/// The state that ends a parking of `state`: not parked, not moved, next generation (so
+/// the parking thread's `resume` fails).
+fn next_generation(state: u32) -> u32 {
+    ((state >> STATE_SHIFT).wrapping_add(1)) << STATE_SHIFT
 }
 
 struct Slot {
-    /// Claimed by a live owner (F3).
+    /// Claimed by a live owner (F3), or parked by its thread (F5).
     in_use: AtomicBool,
+    /// F5: `generation << 2 | MOVED | PARKED`. Changed by the owner without the latch
+    /// (`park`, `resume`: compare-and-swap) and by others only under the latch
+    /// (`transfer`, a take-over, `unpark`: compare-and-swap, so a race with the owner has
+    /// exactly one winner).
+    state: AtomicU32,
     entries: Mutex<Entries>,
 }
 
@@ -67,6 +90,7 @@ impl FastPath {
                 .map(|_| {
                     CachePadded::new(Slot {
                         in_use: AtomicBool::new(false),
+                        state: AtomicU32::new(0),
                         entries: Mutex::new(Entries {
                             keys: [FastKey::default(); FAST_PATH_ENTRIES],
                             modes: [FREE; FAST_PATH_ENTRIES],
@@ -83,7 +107,8 @@ impl FastPath {
     }
 
     /// Claims a free slot, trying `hint` first (a thread usually gets its last slot back).
-    /// `None` if all slots are in use.
+    /// With every slot in use, a parked one is revoked and taken (F5). `None` if all slots
+    /// are in use and none is parked.
     pub(crate) fn claim(&self, hint: usize) -> Option<u32> {
         // F3(b): the claim (a SeqCst store) and the fence come before any counter load.
         let try_claim = |i: usize| {
@@ -110,15 +135,88 @@ impl FastPath {
                 Err(now) => h = now,
             }
         }
-        (0..self.slots.len())
-            .find(|&i| try_claim(i))
-            .map(|i| i as u32)
+        if let Some(i) = (0..self.slots.len()).find(|&i| try_claim(i)) {
+            return Some(i as u32);
+        }
+        // F5: take a parked slot over. It stays `in_use` throughout, so a strong scan
+        // keeps visiting it; its entries go under its latch.
+        (0..self.slots.len()).find_map(|i| {
+            let slot = &self.slots[i];
+            let mut e = slot.entries.lock();
+            let st = slot.state.load(SeqCst);
+            let won = st & PARKED != 0
+                && slot
+                    .state
+                    .compare_exchange(st, next_generation(st), SeqCst, SeqCst)
+                    .is_ok();
+            if won {
+                e.clear();
+            }
+            won.then_some(i as u32)
+        })
+    }
+
+    /// Parks `owner`'s slot at the end of its transaction, keeping its entries for the
+    /// thread's next transaction (F5, speculative lock inheritance); the owner has released
+    /// every entry it does not keep. Returns the state to resume with, or `None` — slot
+    /// left as it was — if a strong request moved an entry out of the slot during the
+    /// transaction (the owner must then find its locks in the table and release them).
+    /// No latch: one compare-and-swap.
+    #[inline]
+    pub(crate) fn park(&self, owner: u32) -> Option<u32> {
+        let slot = &self.slots[owner as usize];
+        let st = slot.state.load(SeqCst);
+        if st & (MOVED | PARKED) != 0 {
+            return None;
+        }
+        let parked = next_generation(st) | PARKED;
+        // Fails only if a strong request set MOVED meanwhile.
+        slot.state
+            .compare_exchange(st, parked, SeqCst, SeqCst)
+            .ok()
+            .map(|_| parked)
+    }
+
+    /// Takes `owner`'s parked slot back for a new transaction of the thread that parked
+    /// it (`parked`, from `park`; F5): true if its entries are still there; false if it was
+    /// revoked or taken over meanwhile (the slot is no longer the caller's). No latch: one
+    /// compare-and-swap.
+    #[inline]
+    pub(crate) fn resume(&self, owner: u32, parked: u32) -> bool {
+        self.slots[owner as usize]
+            .state
+            .compare_exchange(parked, parked & !PARKED, SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    /// Gives up a slot parked as `parked` (its thread is done with it): drops its entries
+    /// and frees it, unless it was revoked or taken over meanwhile (then it is not ours).
+    pub(crate) fn unpark(&self, owner: u32, parked: u32) {
+        let slot = &self.slots[owner as usize];
+        let mut e = slot.entries.lock();
+        if slot
+            .state
+            .compare_exchange(parked, next_generation(parked), SeqCst, SeqCst)
+            .is_ok()
+        {
+            e.clear();
+            slot.in_use.store(false, SeqCst);
+        }
+    }
+
+    /// Forgets that entries were moved out of `owner`'s slot, once the owner holds none
+    /// (it released everything; F5).
+    pub(crate) fn clear_moved(&self, owner: u32) {
+        self.slots[owner as usize].state.fetch_and(!MOVED, SeqCst);
     }
 
     /// Gives a slot back. Its entries must be empty (the owner released everything).
     pub(crate) fn free(&self, owner: u32) {
         let slot = &self.slots[owner as usize];
         debug_assert!(slot.entries.lock().modes.iter().all(|&m| m == FREE));
+        let st = slot.state.load(SeqCst);
+        debug_assert!(st & PARKED == 0, "freeing a parked slot");
+        slot.state.store(next_generation(st), SeqCst);
         slot.in_use.store(false, SeqCst);
     }
 
@@ -224,9 +322,14 @@ impl FastPath {
     /// Moves every slot's entry for `key` out of the fast path: `to_table(owner, mode)` is
     /// called for each under that owner's slot latch (so the owner, which takes its latch to
     /// release, finds either its entry or its request in the lock table, never neither —
-    /// F4). Returns the number of entries moved. Call after `begin_strong`.
-    pub(crate) fn transfer(&self, key: FastKey, mut to_table: impl FnMut(u32, u8)) -> usize {
-        let mut moved = 0;
+    /// F4). A parked slot holding `key` is revoked instead (F5). Returns the numbers of
+    /// entries moved and of slots revoked. Call after `begin_strong`.
+    pub(crate) fn transfer(
+        &self,
+        key: FastKey,
+        mut to_table: impl FnMut(u32, u8),
+    ) -> (usize, usize) {
+        let (mut moved, mut revoked) = (0, 0);
         let high = self.high_water.load(SeqCst) as usize;
         for (i, slot) in self.slots[..high].iter().enumerate() {
             // F3: a slot claimed after this load reads our counter increment.
@@ -234,12 +337,40 @@ impl FastPath {
                 continue;
             }
             let mut e = slot.entries.lock();
-            if let Some(j) = e.find(key) {
-                to_table(i as u32, e.modes[j]);
-                e.modes[j] = FREE;
-                moved += 1;
+            let Some(j) = e.find(key) else {
+                continue;
+            };
+            // F5: the owner parks and resumes without the latch, so the slot's state is
+            // settled by compare-and-swap: either it is parked and we revoke it (the
+            // owner's `resume` then fails), or it is active and we mark it MOVED before
+            // moving (the owner's `park` then fails and it releases in the table).
+            loop {
+                let st = slot.state.load(SeqCst);
+                if st & PARKED != 0 {
+                    // A parked slot's entries belong to no transaction: revoke them all
+                    // rather than queue behind an owner that may never run again.
+                    if slot
+                        .state
+                        .compare_exchange(st, next_generation(st), SeqCst, SeqCst)
+                        .is_ok()
+                    {
+                        e.clear();
+                        slot.in_use.store(false, SeqCst);
+                        revoked += 1;
+                        break;
+                    }
+                } else if slot
+                    .state
+                    .compare_exchange(st, st | MOVED, SeqCst, SeqCst)
+                    .is_ok()
+                {
+                    to_table(i as u32, e.modes[j]);
+                    e.modes[j] = FREE;
+                    moved += 1;
+                    break;
+                }
             }
         }
-        moved
+        (moved, revoked)
     }
 }

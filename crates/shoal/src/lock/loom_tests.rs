@@ -32,7 +32,7 @@ fn weak_fast_path_lock_is_seen_by_a_strong_request() {
             thread::spawn(move || fp.try_acquire(me, KEY, HASH, IX, true))
         };
         fp.begin_strong(HASH);
-        let moved = fp.transfer(KEY, |owner, mode| assert_eq!((owner, mode), (me, IX)));
+        let (moved, _) = fp.transfer(KEY, |owner, mode| assert_eq!((owner, mode), (me, IX)));
         let got_fast = weak.join().expect("weak thread");
         assert!(
             !got_fast || moved == 1,
@@ -56,7 +56,7 @@ fn slot_claimed_during_a_strong_scan_is_covered() {
             })
         };
         fp.begin_strong(HASH);
-        let moved = fp.transfer(KEY, |_, _| {});
+        let (moved, _) = fp.transfer(KEY, |_, _| {});
         let got_fast = weak.join().expect("weak thread");
         assert!(
             !got_fast || moved == 1,
@@ -77,8 +77,44 @@ fn release_and_move_find_the_lock_in_exactly_one_place() {
             thread::spawn(move || fp.remove(me, KEY))
         };
         fp.begin_strong(HASH);
-        let moved = fp.transfer(KEY, |_, _| {});
+        let (moved, _) = fp.transfer(KEY, |_, _| {});
         let removed = owner.join().expect("owner thread");
         assert!(removed != (moved == 1), "removed {removed}, moved {moved}");
+    });
+}
+
+/// F5: a parked slot raced by a strong request. The strong request always accounts for
+/// the weak lock (moved while its owner is active, or revoked while parked), and a
+/// revoked slot is never resumed as if its lock were still held.
+#[test]
+fn parked_lock_is_moved_or_revoked_never_lost() {
+    model(|| {
+        let fp = Arc::new(FastPath::new(2));
+        let weak = {
+            let fp = fp.clone();
+            thread::spawn(move || {
+                let me = fp.claim(usize::MAX).expect("slot");
+                if !fp.try_acquire(me, KEY, HASH, IX, true) {
+                    return (false, None);
+                }
+                let parked = fp.park(me);
+                (true, parked.map(|g| fp.resume(me, g)))
+            })
+        };
+        fp.begin_strong(HASH);
+        let (moved, revoked) = fp.transfer(KEY, |_, _| {});
+        let (got, resumed) = weak.join().expect("weak thread");
+        if got {
+            assert_eq!(moved + revoked, 1, "strong request missed the lock");
+        }
+        if resumed.is_none() && got {
+            assert_eq!(moved, 1, "park refused though the lock was in the slot");
+        }
+        assert_eq!(
+            revoked == 1,
+            resumed == Some(false),
+            "revoked {revoked}, resumed {resumed:?}"
+        );
+        fp.end_strong(HASH);
     });
 }

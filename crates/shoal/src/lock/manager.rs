@@ -32,7 +32,16 @@ pub struct LockOptions {
     /// table lock (module doc, rule E1). Default 5,000 (Derby). Zero disables escalation.
     pub escalation_threshold: usize,
     /// Most [`LockOwner`]s (transactions) alive at once, from 1 to 2^20. Default 1024.
+    /// A slot parked by lock inheritance counts until it is resumed, revoked or taken
+    /// over; an owner asked for while all are in use takes a parked one over.
     pub max_owners: usize,
+    /// Speculative lock inheritance (module doc, rule F5; Johnson et al., VLDB 2009): a
+    /// transaction's weak table-level locks on the fast path (MGL IS and IX) outlive it,
+    /// parked with its thread, and the thread's next transaction on this manager starts
+    /// holding them — so a stream of short transactions takes and releases no table lock.
+    /// A strong request on such a name revokes the parked locks instead of waiting for
+    /// them. Default true.
+    pub inheritance: bool,
 }
 
 impl Default for LockOptions {
@@ -42,6 +51,7 @@ impl Default for LockOptions {
             timeout: Duration::from_millis(60_000),
             escalation_threshold: 5_000,
             max_owners: 1024,
+            inheritance: true,
         }
     }
 }
@@ -124,6 +134,8 @@ pub struct LockStats {
     pub escalations_refused: u64,
     /// Fast-path locks moved into the lock table by strong requests.
     pub fast_path_moves: u64,
+    /// Parked slots (lock inheritance, rule F5) whose locks a strong request revoked.
+    pub inherited_revoked: u64,
     /// The lock names waited on most (up to [`HOT_LOCKS`]), most waits first: where
     /// transactions queue (DESIGN.md §3.11).
     pub hottest_locks: Vec<LockWaits>,
@@ -157,6 +169,7 @@ pub(crate) struct Counters {
     pub(crate) escalations: StripedCounter,
     pub(crate) escalations_refused: StripedCounter,
     pub(crate) fast_path_moves: StripedCounter,
+    pub(crate) inherited_revoked: StripedCounter,
     /// Waits by lock name (slow path only: recorded after a request waited).
     pub(crate) by_name: WaitTable<LockName>,
 }
@@ -210,10 +223,19 @@ impl LockManager {
     /// A lock owner (the lock set of one transaction) for `txn`. Reuse it for the next
     /// transaction with [`LockOwner::reset`] to keep its allocations.
     ///
+    /// With [`LockOptions::inheritance`], an owner made on a thread whose last owner of
+    /// this manager parked its slot resumes that slot and starts out holding the parked
+    /// locks (rule F5), unless they were revoked meanwhile.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `max_owners` if that many owners are alive.
     pub fn owner(&self, txn: TxnId) -> Result<LockOwner> {
         let sh = &self.shared;
+        if sh.options.inheritance {
+            if let Some(o) = LockOwner::resume(&self.shared, txn) {
+                return Ok(o);
+            }
+        }
         let hint = SLOT_HINT.with(|h| {
             let (m, s) = h.get();
             if m == sh.id {
@@ -256,6 +278,7 @@ impl LockManager {
             escalations: c.escalations.get(),
             escalations_refused: c.escalations_refused.get(),
             fast_path_moves: c.fast_path_moves.get(),
+            inherited_revoked: c.inherited_revoked.get(),
             hottest_locks: c
                 .by_name
                 .hottest(HOT_LOCKS)

@@ -10,7 +10,8 @@
 //! writers). Transactions, isolation levels and key-range locks are built on it in `txn`.
 //!
 //! ```text
-//!   LockOwner (one per transaction, one thread at a time)
+//!   LockOwner (one per transaction, one thread at a time; parked between transactions
+//!              with its table intention locks, F5)
 //!     local map: name → held mode, long/short parts      ── covered? return (O1)
 //!     │ weak mode on a table-level name, no strong request ─► own fast-path slot (F1)
 //!     ▼ otherwise
@@ -121,6 +122,31 @@
 //!    it in the lock table before releasing that latch; the owner releases and converts
 //!    under the same latch, so it finds its lock in its slot or in the table — never
 //!    neither, never both.
+//! 5. **F5 Speculative lock inheritance** (Johnson, Pandis, Ailamaki, "Improving OLTP
+//!    Scalability using Speculative Lock Inheritance", VLDB 2009; [`LockOptions::inheritance`]).
+//!    When an owner ends, its weak long-duration fast-path locks are not released: the
+//!    owner *parks* its slot with them in a thread-local, and the thread's next owner of
+//!    the same manager *resumes* the slot and starts out holding them, so a stream of short
+//!    transactions takes no table lock at all (for select1, the claim, entry, record and
+//!    release of a table IS were about a fifth of a read). The slot's state word
+//!    (`generation << 2 | MOVED | PARKED`) settles every race by compare-and-swap, so
+//!    parking and resuming need no latch:
+//!    (a) *revocation*: a strong request whose move (F2) meets a parked slot holding its
+//!    name does not move the entry — the slot's locks belong to no transaction, and its
+//!    thread may never run again — but swaps the state to the next generation, drops
+//!    every entry and frees the slot; the parked thread's `resume` then fails and its
+//!    owner starts empty;
+//!    (b) *no parking with moved locks*: a move out of an active slot first sets MOVED;
+//!    `park` fails on it, and the owner releases everything (finding moved locks in the
+//!    table, F4), so no parked slot ever has requests in the lock table;
+//!    (c) *take-over*: with every slot in use, a new owner revokes a parked slot and takes
+//!    it (it stays `in_use`, so F3(b) is untouched);
+//!    (d) *no surprise conversions*: an inherited lock the new transaction has not asked
+//!    for is released and requested anew when the transaction asks for a mode it does not
+//!    cover (an inherited IX plus a requested S would be SIX, and two such conversions
+//!    could deadlock); one no transaction asks for in 4 in a row is released;
+//!    (e) a thread that exits gives its parked slot up (thread-local destructor).
+//!    `loom_tests.rs` checks (a) and (b) against a racing strong request.
 //!
 //! ## Deadlocks (`deadlock.rs`)
 //! 1. **D1 Search on block.** A request that must wait searches the waits-for graph for a
@@ -179,9 +205,9 @@
 //!
 //! ## Not done here
 //! Intention locks on parents are the caller's (`txn`); key-range modes, isolation levels
-//! and the B-tree's conditional requests live above. No speculative lock inheritance
-//! (Johnson et al., VLDB 2009); no taDOM lock depth or taDOM3+ modes (NRIX, NRCX); no lock
-//! statistics per table yet.
+//! and the B-tree's conditional requests live above. Inheritance covers fast-path weak
+//! locks only (the hot ones); row locks are never inherited. No taDOM lock depth or
+//! taDOM3+ modes (NRIX, NRCX); no lock statistics per table yet.
 
 mod deadlock;
 mod fastpath;

@@ -38,6 +38,34 @@ thread_local! {
     /// after the manager is dropped until this thread exits or makes an owner of another
     /// manager (one manager's worth per thread, about a megabyte at the default options).
     static SPARE_SHARED: Cell<Option<Arc<Shared>>> = const { Cell::new(None) };
+
+    /// The owner this thread parked at the end of its last transaction (rule F5), if any:
+    /// its slot and the locks it kept. One per thread; a second owner ending while it is
+    /// there releases everything as usual.
+    static PARKED: ParkedCell = const { ParkedCell(Cell::new(None)) };
+}
+
+/// A parked owner: what a thread keeps between transactions under lock inheritance.
+struct Parked {
+    sh: Arc<Shared>,
+    id: u32,
+    /// The slot state `FastPath::park` returned; `resume` and `unpark` expect it.
+    state: u32,
+    /// The kept locks (weak, long, on the fast path), as recorded when parked.
+    map: HeldMap,
+    /// The owner's emptied per-table list, kept for its allocation.
+    tables: Vec<TableRows>,
+}
+
+/// The thread-local home of a [`Parked`]; gives its slot up when the thread exits.
+struct ParkedCell(Cell<Option<Parked>>);
+
+impl Drop for ParkedCell {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            p.sh.fast.unpark(p.id, p.state);
+        }
+    }
 }
 
 /// What an owner holds on one name. `mode` is the mode recorded in the fast path or the
@@ -53,6 +81,10 @@ struct Held {
     fast: bool,
     /// Counted in the strong-lock counter of its partition (F2).
     strong: bool,
+    /// Inherited (F5) and not asked for since: the number of transactions, this one
+    /// included, that started holding it without using it. 0: asked for by this
+    /// transaction.
+    unused: u8,
 }
 
 /// Per-table facts for row requests: escalation counts and what the owner's table lock
@@ -80,8 +112,25 @@ pub struct LockOwner {
     id: u32,
     txn: TxnId,
     map: HeldMap,
+    /// Entries of `map` on row-level names (rows and keys).
+    rows: usize,
     tables: Vec<TableRows>,
     wake: Wakeups,
+}
+
+/// Transactions in a row that may inherit a lock none of them asked for (F5); then it is
+/// released, so a thread that stops using a table stops holding its intention lock.
+const MAX_UNUSED_INHERITED: u8 = 4;
+
+/// True if `h`, held on `name` at the end of a transaction, may be kept for the thread's
+/// next one (rule F5): a weak mode asked for with long duration only, on the fast path.
+fn inheritable(sh: &Shared, name: &LockName, h: &Held) -> bool {
+    h.fast
+        && !h.strong
+        && h.short == NONE
+        && h.long == h.mode
+        && name.is_fast_path_eligible()
+        && sh.modes.is_weak(LockMode(h.mode))
 }
 
 /// `cur` joined with `r`, but never above `held` (rule O2; the supremum is not always a
@@ -181,9 +230,107 @@ impl LockOwner {
                 .unwrap_or_else(|| {
                     HashMap::with_capacity_and_hasher(INITIAL_MAP_CAPACITY, Default::default())
                 }),
+            rows: 0,
             tables: Vec::new(),
             wake: Wakeups::default(),
         }
+    }
+
+    /// The owner this thread parked for `shared`, resumed for `txn` with the locks it kept
+    /// (rule F5). `None` if there is none, or if its locks were revoked meanwhile; what it
+    /// had allocated is then left for [`LockOwner::new`] to reuse.
+    pub(crate) fn resume(shared: &Arc<Shared>, txn: TxnId) -> Option<LockOwner> {
+        let p = PARKED.try_with(|c| c.0.take()).ok().flatten()?;
+        if !Arc::ptr_eq(&p.sh, shared) {
+            p.sh.fast.unpark(p.id, p.state);
+            return None;
+        }
+        if !shared.fast.resume(p.id, p.state) {
+            // Revoked: the slot and its entries are gone; keep the allocations.
+            let mut map = p.map;
+            map.clear();
+            // (`p.tables` is freed: `new` starts with an unallocated list.)
+            let _ = SPARE_MAP.try_with(|s| s.set(Some(map)));
+            let _ = SPARE_SHARED.try_with(|s| s.set(Some(p.sh)));
+            return None;
+        }
+        shared.owners.set_txn(p.id, txn);
+        let mut map = p.map;
+        for h in map.values_mut() {
+            h.unused += 1;
+        }
+        let mut o = LockOwner {
+            sh: ManuallyDrop::new(p.sh),
+            id: p.id,
+            txn,
+            map,
+            rows: 0,
+            tables: p.tables,
+            wake: Wakeups::default(),
+        };
+        let Self {
+            sh, map, tables, ..
+        } = &mut o;
+        for (name, h) in map.iter() {
+            // Weak modes seldom imply anything on rows (MGL IS, IX: nothing).
+            if child_of(sh, h.mode) != NONE {
+                refresh_cover(sh, tables, name, Some(h));
+            }
+        }
+        Some(o)
+    }
+
+    /// Ends the transaction under lock inheritance (rule F5): releases every lock but the
+    /// inheritable ones and parks the slot with those in this thread's [`PARKED`]. False
+    /// if nothing was parked (nothing to keep, the thread already has a parked owner, or a
+    /// kept lock was moved to the lock table meanwhile); the caller then releases the rest.
+    fn park(&mut self) -> bool {
+        let Self {
+            sh,
+            map,
+            id,
+            wake,
+            tables,
+            rows,
+            ..
+        } = self;
+        map.retain(|name, h| {
+            if inheritable(sh, name, h) && h.unused < MAX_UNUSED_INHERITED {
+                return true;
+            }
+            lower(sh, *id, name, h, NONE, wake);
+            false
+        });
+        tables.clear();
+        *rows = 0;
+        if map.is_empty() {
+            return false;
+        }
+        PARKED
+            .try_with(|c| {
+                // One parked owner per thread: a second one ending releases as usual.
+                let cur = c.0.take();
+                if cur.is_some() {
+                    c.0.set(cur);
+                    return false;
+                }
+                let Some(state) = sh.fast.park(*id) else {
+                    return false;
+                };
+                // SAFETY: `self.sh` is taken once and not used again: `drop` returns right
+                // after a successful park, and the field is a `ManuallyDrop`.
+                let sh = unsafe { ManuallyDrop::take(sh) };
+                c.0.set(Some(Parked {
+                    sh,
+                    id: *id,
+                    state,
+                    map: std::mem::take(map),
+                    tables: std::mem::take(tables),
+                }));
+                true
+            })
+            // The thread is exiting: nothing is parked.
+            .unwrap_or(false)
     }
 
     /// The transaction this owner locks for.
@@ -228,12 +375,35 @@ impl LockOwner {
         if name.is_row_level() && self.covered_by_table(name, r, duration) {
             return Ok(LockStatus::Granted);
         }
-        match self.map.get(name).copied() {
+        match self.map.get_mut(name) {
             Some(h) if m.sup_raw(h.mode, r) == h.mode => {
+                let part = match duration {
+                    LockDuration::Instant => h.mode,
+                    LockDuration::Long => h.long,
+                    LockDuration::Short => h.short,
+                };
+                if part != NONE && m.sup_raw(part, r) == part {
+                    // Already asked for with this duration (the common repeat: a table's
+                    // IS once per statement, or an inherited lock taken up): nothing else
+                    // to record.
+                    h.unused = 0;
+                    return Ok(LockStatus::Granted);
+                }
+                let h = *h;
                 self.record(name, h, r, duration, false);
                 Ok(LockStatus::Granted)
             }
-            Some(h) => self.convert(name, h, r, duration, wait),
+            Some(h) if h.unused > 0 => {
+                // F5: an inherited lock this transaction never asked for is given up rather
+                // than converted — a conversion would make the transaction hold more than it
+                // asked for (IX + S = SIX), and two such conversions could deadlock.
+                self.release(name);
+                self.acquire_new(name, r, duration, wait)
+            }
+            Some(h) => {
+                let h = *h;
+                self.convert(name, h, r, duration, wait)
+            }
             None => self.acquire_new(name, r, duration, wait),
         }
     }
@@ -256,6 +426,7 @@ impl LockOwner {
     /// `new`: the owner had no entry for `name`.
     #[inline]
     fn record(&mut self, name: &LockName, mut h: Held, r: u8, duration: LockDuration, new: bool) {
+        h.unused = 0;
         let new_long_row = duration == LockDuration::Long && h.long == NONE && name.is_row_level();
         match duration {
             LockDuration::Instant => {}
@@ -264,6 +435,7 @@ impl LockOwner {
         }
         if new {
             self.map.insert(name.clone(), h);
+            self.rows += usize::from(name.is_row_level());
         } else if let Some(slot) = self.map.get_mut(name) {
             *slot = h;
         }
@@ -285,10 +457,11 @@ impl LockOwner {
     fn begin_strong(&self, name: &LockName) {
         let sh = &*self.sh;
         sh.fast.begin_strong(name.hash64());
-        let moved = sh.fast.transfer(name.fast_key(), |owner, mode| {
+        let (moved, revoked) = sh.fast.transfer(name.fast_key(), |owner, mode| {
             sh.table.insert_granted(owner, name, mode);
         });
         sh.counters.fast_path_moves.add(moved as u64);
+        sh.counters.inherited_revoked.add(revoked as u64);
     }
 
     fn acquire_new(
@@ -318,6 +491,7 @@ impl LockOwner {
                     short: NONE,
                     fast: true,
                     strong: false,
+                    unused: 0,
                 };
                 self.record(name, h, r, duration, true);
                 return Ok(LockStatus::Granted);
@@ -355,6 +529,7 @@ impl LockOwner {
                     short: NONE,
                     fast: false,
                     strong,
+                    unused: 0,
                 };
                 self.record(name, h, r, duration, true);
                 Ok(LockStatus::Granted)
@@ -481,7 +656,7 @@ impl LockOwner {
             sh.counters.escalations_refused.incr();
             return;
         }
-        let (id, wake) = (self.id, &mut self.wake);
+        let (id, wake, rows) = (self.id, &mut self.wake, &mut self.rows);
         self.map.retain(|n, h| {
             if !of_table(n, h) {
                 return true;
@@ -489,6 +664,7 @@ impl LockOwner {
             h.long = NONE;
             let to = if h.short == NONE { NONE } else { h.short };
             lower(&sh, id, n, h, to, wake);
+            *rows -= usize::from(to == NONE);
             to != NONE
         });
         self.tables[t].rows_long = 0;
@@ -514,9 +690,15 @@ impl LockOwner {
                 .is_some_and(|h| m.sup_raw(h.mode, mode.0) == h.mode)
     }
 
-    /// Number of names this owner holds locks on.
+    /// Number of names this owner holds locks on (inherited ones included, rule F5).
     pub fn lock_count(&self) -> usize {
         self.map.len()
+    }
+
+    /// Number of row-level names (rows and keys) this owner holds locks on: zero means a
+    /// row or key lock can only be held through a table lock's cover.
+    pub fn row_lock_count(&self) -> usize {
+        self.rows
     }
 
     /// Long row (and key) locks held on `table` — the escalation count (E1).
@@ -532,6 +714,7 @@ impl LockOwner {
         let Some(mut h) = self.map.remove(name) else {
             return false;
         };
+        self.rows -= usize::from(name.is_row_level());
         if h.long != NONE && name.is_row_level() {
             if let Some(t) = table_index(&self.tables, name.db(), name.container()) {
                 self.tables[t].rows_long = self.tables[t].rows_long.saturating_sub(1);
@@ -553,6 +736,7 @@ impl LockOwner {
             id,
             wake,
             tables,
+            rows,
             ..
         } = self;
         map.retain(|name, h| {
@@ -563,6 +747,7 @@ impl LockOwner {
             let to = h.long;
             lower(sh, *id, name, h, to, wake);
             refresh_cover(sh, tables, name, (to != NONE).then_some(&*h));
+            *rows -= usize::from(to == NONE && name.is_row_level());
             to != NONE
         });
     }
@@ -578,6 +763,7 @@ impl LockOwner {
             id,
             wake,
             tables,
+            rows,
             ..
         } = self;
         let Some(h) = map.get_mut(name) else {
@@ -592,6 +778,7 @@ impl LockOwner {
         refresh_cover(sh, tables, name, (to != NONE).then_some(&*h));
         if to == NONE {
             map.remove(name);
+            *rows -= usize::from(name.is_row_level());
         }
         true
     }
@@ -610,12 +797,14 @@ impl LockOwner {
             lower(sh, *id, &name, &mut h, NONE, wake);
         }
         tables.clear();
+        self.rows = 0;
     }
 
     /// Releases everything and starts over for transaction `txn`, keeping this owner's
     /// slot and allocations.
     pub fn reset(&mut self, txn: TxnId) {
         self.release_all();
+        self.sh.fast.clear_moved(self.id);
         self.txn = txn;
         self.sh.owners.set_txn(self.id, txn);
     }
@@ -623,6 +812,9 @@ impl LockOwner {
 
 impl Drop for LockOwner {
     fn drop(&mut self) {
+        if self.sh.options.inheritance && self.park() {
+            return;
+        }
         self.release_all();
         self.sh.fast.free(self.id);
         // SAFETY: `self.sh` is taken once and not used again (nothing below reads it, and

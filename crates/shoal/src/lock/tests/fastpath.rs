@@ -110,8 +110,11 @@ fn a_refused_strong_request_reopens_the_fast_path() {
 /// Dekker check between weak and strong holders of one table: each holder announces its
 /// mode, then looks for a conflicting one (every conflicting pair is checked from both
 /// sides). If a strong lock were ever granted while a conflicting fast-path lock is held (a
-/// missed move), some such pair would see each other.
-fn weak_vs_strong_stress(duration: Duration) {
+/// missed move), some such pair would see each other. With `new_owners`, every round ends
+/// its owner and makes a new one, so weak locks are parked and inherited between rounds
+/// (F5) and strong requests revoke them; a revocation missed by `resume` would show as an
+/// overlap, a strong request waiting for a parked slot as a 30 s lock timeout.
+fn weak_vs_strong_stress(duration: Duration, new_owners: bool) {
     let m = mgl(30_000);
     let stop = Arc::new(AtomicBool::new(false));
     // Holders per mode, indexed by the mode's index (IS, IX, S, SIX, U, X).
@@ -158,7 +161,12 @@ fn weak_vs_strong_stress(duration: Duration) {
                         .unwrap();
                 }
                 holding[mode.index()].fetch_sub(1, SeqCst);
-                o.reset(TxnId(t + 1 + 100 * i));
+                if new_owners {
+                    drop(o);
+                    o = owner(&m, t + 1 + 100 * i);
+                } else {
+                    o.reset(TxnId(t + 1 + 100 * i));
+                }
                 rounds.fetch_add(1, SeqCst);
             }
         }));
@@ -176,17 +184,29 @@ fn weak_vs_strong_stress(duration: Duration) {
     assert!(rounds.load(SeqCst) > 100);
     assert_eq!(m.table_heads(), 0);
     assert_eq!(m.stats().deadlocks, 0);
+    if new_owners {
+        assert!(
+            m.stats().inherited_revoked > 0,
+            "the strong side never met a parked slot"
+        );
+    }
 }
 
 #[test]
 fn strong_locks_never_overlap_fast_path_holders() {
-    weak_vs_strong_stress(Duration::from_millis(1500));
+    weak_vs_strong_stress(Duration::from_millis(1500), false);
 }
 
 #[test]
-#[ignore = "long: 30 s"]
+fn strong_locks_never_overlap_fast_path_holders_or_parked_locks() {
+    weak_vs_strong_stress(Duration::from_millis(1500), true);
+}
+
+#[test]
+#[ignore = "long: 60 s"]
 fn strong_locks_never_overlap_fast_path_holders_long() {
-    weak_vs_strong_stress(Duration::from_secs(30));
+    weak_vs_strong_stress(Duration::from_secs(30), false);
+    weak_vs_strong_stress(Duration::from_secs(30), true);
 }
 
 #[test]
@@ -217,4 +237,199 @@ fn instant_weak_table_locks_need_no_record() {
         LockStatus::Granted
     );
     assert_eq!(m.table_heads(), 0);
+}
+
+/// Runs `f` on a thread of its own that stays alive (keeping what it parked, F5) until the
+/// returned sender is used or dropped; `f`'s result comes back on the returned receiver.
+fn parking_thread<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> (std::sync::mpsc::Sender<()>, T, thread::JoinHandle<()>) {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let (out_tx, out_rx) = std::sync::mpsc::channel();
+    let h = thread::spawn(move || {
+        out_tx.send(f()).unwrap();
+        let _ = done_rx.recv();
+    });
+    (done_tx, out_rx.recv().unwrap(), h)
+}
+
+#[test]
+fn the_next_owner_on_a_thread_inherits_its_weak_table_locks() {
+    let m = mgl(5_000);
+    let other_table = LockName::table(1, 8);
+    let mut a = owner(&m, 1);
+    a.lock(&LockName::database(1), IS, Long, Wait::Yes).unwrap();
+    a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    a.lock(&row(1), X, Long, Wait::Yes).unwrap();
+    a.lock(&other_table, S, Long, Wait::Yes).unwrap();
+    drop(a);
+    let mut b = owner(&m, 2);
+    // Kept: the weak table-level locks. Released: the row lock and the strong table lock.
+    assert_eq!(b.held(&LockName::database(1)), Some(IS));
+    assert_eq!(b.held(&table()), Some(IX));
+    assert_eq!(b.held(&row(1)), None);
+    assert_eq!(b.held(&other_table), None);
+    assert_eq!((b.lock_count(), b.row_lock_count()), (2, 0));
+    assert_eq!(m.table_heads(), 0, "inherited locks stay on the fast path");
+    // What was released is free for another owner at once.
+    let mut c = owner(&m, 3);
+    for name in [row(1), other_table] {
+        assert_eq!(
+            c.lock(&name, X, Long, Wait::No).unwrap(),
+            LockStatus::Granted
+        );
+    }
+    // A row request of b is covered by nothing it inherited; it still needs its own lock.
+    assert_eq!(
+        b.lock(&row(2), X, Long, Wait::No).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!(b.row_lock_count(), 1);
+    // An inherited lock b never asked for is replaced, not converted: S, not IX + S = SIX.
+    c.release_all();
+    b.lock(&LockName::database(1), S, Long, Wait::Yes).unwrap();
+    assert_eq!(b.held(&LockName::database(1)), Some(S));
+    // One it asked for (IX, covered) is its own: S converts it to SIX as usual.
+    b.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    b.lock(&table(), S, Long, Wait::Yes).unwrap();
+    assert_eq!(b.held(&table()), Some(SIX));
+}
+
+#[test]
+fn an_inherited_lock_no_transaction_asks_for_is_released_after_a_few() {
+    let m = mgl(5_000);
+    let mut a = owner(&m, 1);
+    a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    drop(a);
+    let mut kept = 0;
+    for t in 2..20 {
+        let o = owner(&m, t);
+        if o.held(&table()).is_none() {
+            break;
+        }
+        kept += 1;
+    }
+    assert_eq!(kept, 4);
+}
+
+#[test]
+fn a_strong_request_revokes_parked_locks_instead_of_waiting_for_them() {
+    // A zero timeout: a request that had to wait would fail with LockTimeout.
+    let m = mgl(0);
+    let m2 = m.clone();
+    let (done, (), h) = parking_thread(move || {
+        let mut a = owner(&m2, 1);
+        a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+        drop(a); // parked with IX on table() while its thread lives on
+    });
+    let mut c = owner(&m, 2);
+    assert_eq!(
+        c.lock(&table(), X, Long, Wait::Yes).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!(m.stats().inherited_revoked, 1);
+    assert_eq!(m.stats().fast_path_moves, 0);
+    drop(done);
+    h.join().unwrap();
+    // A parked slot that does not hold the name is left alone.
+    let m3 = m.clone();
+    let (done, (), h) = parking_thread(move || {
+        let mut a = owner(&m3, 3);
+        a.lock(&LockName::table(1, 9), IX, Long, Wait::Yes).unwrap();
+        drop(a);
+    });
+    c.lock(&LockName::table(1, 10), X, Long, Wait::Yes).unwrap();
+    assert_eq!(m.stats().inherited_revoked, 1);
+    drop(done);
+    h.join().unwrap();
+}
+
+#[test]
+fn an_owner_whose_parked_locks_were_revoked_starts_without_them() {
+    let m = mgl(0);
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let m2 = m.clone();
+    let h = thread::spawn(move || {
+        let mut a = owner(&m2, 1);
+        a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+        drop(a);
+        held_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        // Revoked meanwhile: the new owner holds nothing, and the X holder blocks its IX.
+        let mut b = owner(&m2, 3);
+        let held = b.held(&table());
+        let got = b.lock(&table(), IX, Long, Wait::No).unwrap();
+        held_tx.send(()).unwrap();
+        (held, got)
+    });
+    held_rx.recv().unwrap();
+    let mut c = owner(&m, 2);
+    c.lock(&table(), X, Long, Wait::Yes).unwrap();
+    go_tx.send(()).unwrap();
+    held_rx.recv().unwrap();
+    let (held, got) = h.join().unwrap();
+    assert_eq!(held, None);
+    assert_eq!(got, LockStatus::WouldBlock);
+    assert_eq!(m.stats().inherited_revoked, 1);
+}
+
+#[test]
+fn with_every_slot_in_use_a_parked_one_is_taken_over() {
+    let m = LockManager::new(
+        &MGL,
+        LockOptions {
+            max_owners: 1,
+            timeout: Duration::ZERO,
+            ..LockOptions::default()
+        },
+    )
+    .unwrap();
+    let m2 = m.clone();
+    let (done, (), h) = parking_thread(move || {
+        let mut a = owner(&m2, 1);
+        a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+        drop(a);
+    });
+    // The only slot is parked by the other thread: it is taken over, and what it held is
+    // gone (an X is granted at once).
+    let mut c = owner(&m, 2);
+    assert_eq!(c.held(&table()), None);
+    assert_eq!(
+        c.lock(&table(), X, Long, Wait::Yes).unwrap(),
+        LockStatus::Granted
+    );
+    assert!(m.owner(TxnId(3)).is_err(), "one slot, in use");
+    drop(done);
+    h.join().unwrap();
+}
+
+#[test]
+fn a_thread_that_exits_gives_its_parked_slot_up() {
+    let m = LockManager::new(
+        &MGL,
+        LockOptions {
+            max_owners: 1,
+            timeout: Duration::ZERO,
+            ..LockOptions::default()
+        },
+    )
+    .unwrap();
+    let m2 = m.clone();
+    thread::spawn(move || {
+        let mut a = owner(&m2, 1);
+        a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    })
+    .join()
+    .unwrap();
+    let mut c = owner(&m, 2);
+    assert_eq!(
+        c.lock(&table(), X, Long, Wait::Yes).unwrap(),
+        LockStatus::Granted
+    );
+    assert_eq!(
+        m.stats().inherited_revoked,
+        0,
+        "unparked at thread exit, not revoked"
+    );
 }

@@ -498,8 +498,16 @@ fn tadom_protocol_works_through_the_manager() {
 #[test]
 fn an_owner_made_after_another_was_dropped_on_its_thread_starts_empty() {
     // The second owner reuses the first one's emptied map (owner.rs, SPARE_MAP): it must
-    // neither hold nor cover anything the first held.
-    let m = mgl(5_000);
+    // neither hold nor cover anything the first held. (Without lock inheritance; with it
+    // the table IX would be kept: `fastpath.rs`.)
+    let m = LockManager::new(
+        &MGL,
+        LockOptions {
+            inheritance: false,
+            ..LockOptions::default()
+        },
+    )
+    .unwrap();
     let mut a = owner(&m, 1);
     a.lock(&table(), IX, Long, Wait::Yes).unwrap();
     for r in 0..20 {
