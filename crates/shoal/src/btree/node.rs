@@ -1104,13 +1104,27 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
             Err(p) => p,
         };
         // Invariant H. A key between the first and the last entry shares their common
-        // prefix, so the hint offset stands; a new first or last entry may change it.
+        // prefix, so the hint offset stands; a new first or last entry may change it. For a
+        // new end entry the common prefix with the far end is min(c, that of the two ends),
+        // c being its common prefix with its neighbour (the old end entry, just compared by
+        // the search, so in cache); and the two ends share at least the old offset's bytes
+        // (invariant H). So c at or past the old offset keeps it, and a shorter c is the
+        // common prefix with the far end.
         let (count, prefix_len, old) = (view.entry_count(), view.prefix_len(), view.hint_offset());
-        let offset = match (pos, count) {
-            (_, 0) => hint_offset_for(prefix_len, None),
-            (0, n) => hint_offset_for(prefix_len, Some(view.common_with(n - 1, key)?)),
-            (p, n) if p == n => hint_offset_for(prefix_len, Some(view.common_with(0, key)?)),
-            _ => old,
+        let neighbour = match pos {
+            0 => Some(0),
+            p if p == count => count.checked_sub(1),
+            _ => None,
+        };
+        let offset = match (count, neighbour) {
+            (0, _) => hint_offset_for(prefix_len, None),
+            (_, None) => old,
+            // One entry: both ends, and no old offset to go by (it was chosen without one).
+            (1, Some(e)) => hint_offset_for(prefix_len, Some(view.common_with(e, key)?)),
+            (_, Some(e)) => match view.common_with(e, key)? {
+                c if c >= old => old,
+                c => hint_offset_for(prefix_len, Some(c)),
+            },
         };
         self.s
             .insert_hinted(FIRST_ENTRY + pos, rec, hint_of(key, offset))?
@@ -1232,8 +1246,18 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
             )
         };
         let prefix_len = common_prefix(&low, &high);
-        // The entries kept have a new last one: the hint offset is chosen again.
-        let offset = hint_offset_for(prefix_len, shared);
+        // The entries kept have a new last one: the hint offset is chosen again — unless
+        // the old one lies further and is still valid (not inside the new prefix, and every
+        // kept entry shares the bytes up to it): the bytes between are common to all, so
+        // its hints tell entries apart as well, and none needs rewriting. (A split of a
+        // sequentially loaded leaf keeps every entry and only gains a prefix.)
+        let mut offset = hint_offset_for(prefix_len, shared);
+        if offset < old_offset
+            && prefix_len <= old_offset
+            && shared.is_some_and(|s| s >= old_offset)
+        {
+            offset = old_offset;
+        }
         if prefix_len == old_prefix && offset == old_offset {
             return Ok(());
         }
@@ -1243,7 +1267,12 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
             self.s.write_special(SP_PREFIX_HEAD, &head)?;
         }
         // No view is opened until the offset is written too (`Node::open` checks it is not
-        // inside the prefix).
+        // inside the prefix). Hints depend on the offset alone: a new prefix with the old
+        // offset (a split of a leaf on a tree's right edge, whose prefix was empty) keeps
+        // them.
+        if offset == old_offset {
+            return Ok(());
+        }
         self.rehint(offset)
     }
 
