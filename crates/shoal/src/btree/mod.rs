@@ -116,6 +116,19 @@
 //!     because a merge or root shrink bumps it while it holds the X latch of the page it
 //!     unlinks (space invariant 6) — a merged-away page keeps its fences and entries until
 //!     it is reused.
+//! 14. **Read hint.** Each thread remembers, for a few trees, the leaf its last read
+//!     (`get`, `read_for_update`) ended on, the unlink epoch read *before* the descent that
+//!     found it, and how many reads in a row ended there (0–3). From 1 on, the next read
+//!     first reads that leaf optimistically and uses it if it validates, is a leaf of this
+//!     tree whose fences cover the key, and the epoch — read again *after* the validation —
+//!     is unchanged; otherwise it descends. The epoch is read before the descent because
+//!     the descent validated the leaf as reachable after that read, so an unchanged epoch
+//!     later means no page was unlinked since and the leaf is still reachable; it is read
+//!     after the validation because a leaf read after a merge unlinked it shows the
+//!     merge's latch release, which comes after the merge bumped the epoch. A run of reads
+//!     of neighbouring keys (TPC-C Delivery's order lines) then descends once per leaf;
+//!     random reads never try the hint, and pay for it two thread-local accesses. Plain
+//!     cells: nothing is shared, so the hint costs no cache line another core writes.
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's

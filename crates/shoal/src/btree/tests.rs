@@ -440,6 +440,52 @@ fn an_insert_after_a_merge_does_not_follow_the_hint_to_the_merged_away_leaf() {
     e.close().unwrap();
 }
 
+#[test]
+fn reads_follow_the_read_hint_but_never_to_a_merged_away_leaf() {
+    use super::tree::READ_HINT_HITS;
+    let disk = FaultStorage::new(FaultConfig::new(19)).unwrap();
+    let e = open(&disk, 256);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let (n, top) = (2_000u64, 150u64);
+    let mut tx = e.begin();
+    for i in 0..n {
+        t.insert(&mut tx, &key(2 * i), &value(i, 40)).unwrap();
+    }
+    tx.commit().unwrap();
+    // Reads in key order: all but the first read of each leaf skip the descent.
+    let hits = READ_HINT_HITS.with(|h| h.get());
+    for i in 0..n {
+        assert_eq!(t.get(&key(2 * i)).unwrap(), Some(value(i, 40)));
+    }
+    let hits = READ_HINT_HITS.with(|h| h.get()) - hits;
+    assert!(hits > n * 3 / 4, "{hits} of {n} reads used the hint");
+    // The hint now trusts the last leaf; deletes merge it away (its page keeps its old
+    // entries until reused), and a read of a deleted key must not find it there.
+    let before = assert_sound(&t);
+    let mut tx = e.begin();
+    for i in (n - top..n).filter(|i| i % 10 != 0) {
+        assert_eq!(t.delete(&mut tx, &key(2 * i)).unwrap(), Some(value(i, 40)));
+    }
+    tx.commit().unwrap();
+    assert!(
+        assert_sound(&t).pages.len() < before.pages.len(),
+        "no leaf merged"
+    );
+    for i in (n - top..n).rev() {
+        let want = (i % 10 == 0).then(|| value(i, 40));
+        assert_eq!(t.get(&key(2 * i)).unwrap(), want, "key {}", 2 * i);
+    }
+    // Scattered reads stop trying the hint after a miss.
+    let hits = READ_HINT_HITS.with(|h| h.get());
+    for j in 0..200u64 {
+        let i = j * 7_919 % (n - top);
+        assert_eq!(t.get(&key(2 * i)).unwrap(), Some(value(i, 40)));
+    }
+    let hits = READ_HINT_HITS.with(|h| h.get()) - hits;
+    assert!(hits < 20, "{hits} scattered reads used the hint");
+    e.close().unwrap();
+}
+
 /// A run of the longest keys ahead of a short entry: the run split may not make the long key
 /// the separator, since the short entry it moves right would not free room for it as the left
 /// leaf's high fence (found by review: the truncation failed and stopped the pool).

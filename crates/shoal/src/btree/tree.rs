@@ -12,6 +12,7 @@ use crate::page::{AtomicBytes, PageType};
 use crate::space::SpaceManager;
 use crate::txn::{Transaction, TxnManager, UndoContext};
 use crate::types::{Lsn, PageId};
+use std::cell::Cell;
 use std::sync::Arc;
 
 /// The outcome of one optimistic attempt: a result, or "something changed, start over".
@@ -242,6 +243,66 @@ impl LastLeaf {
 impl Clone for LastLeaf {
     fn clone(&self) -> LastLeaf {
         LastLeaf::none()
+    }
+}
+
+/// Slots of the per-thread read hints (rule 14), chosen by tree.
+const READ_HINT_SLOTS: usize = 4;
+/// Highest read-hint confidence.
+const READ_HINT_CONF_MAX: u8 = 3;
+
+/// A thread's read hint for one tree (btree rule 14): the leaf its last read of the tree
+/// ended on, the unlink epoch read before the descent that found it, and how many reads in
+/// a row ended there (0–3; the hint is tried from 1 on).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct ReadHint {
+    /// The tree: its root page id mixed with its buffer pool's address (two databases
+    /// may have trees with one root id); 0 for none.
+    tree: u64,
+    pid: u64,
+    epoch: u64,
+    conf: u8,
+}
+
+thread_local! {
+    /// This thread's read hints, a few trees' worth (rule 14). Plain cells: only this
+    /// thread reads or writes them.
+    static READ_HINTS: [Cell<ReadHint>; READ_HINT_SLOTS] =
+        const { [const { Cell::new(ReadHint::NONE) }; READ_HINT_SLOTS] };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Reads this thread answered from its read hint (tests).
+    pub(crate) static READ_HINT_HITS: Cell<u64> = const { Cell::new(0) };
+}
+
+impl ReadHint {
+    const NONE: ReadHint = ReadHint {
+        tree: 0,
+        pid: 0,
+        epoch: 0,
+        conf: 0,
+    };
+
+    fn tree_of(t: &BTree) -> u64 {
+        let pool = Arc::as_ptr(&t.pool) as usize as u64;
+        (t.root.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ pool) | 1
+    }
+
+    fn slot(tree: u64) -> usize {
+        (tree >> 32) as usize % READ_HINT_SLOTS
+    }
+
+    /// The hint in `tree`'s slot (possibly another tree's: compare `tree`).
+    fn load(tree: u64) -> ReadHint {
+        READ_HINTS
+            .try_with(|h| h[Self::slot(tree)].get())
+            .unwrap_or(ReadHint::NONE)
+    }
+
+    fn store(self) {
+        let _ = READ_HINTS.try_with(|h| h[Self::slot(self.tree)].set(self));
     }
 }
 
@@ -538,17 +599,43 @@ impl BTree {
     }
 
     /// `key`'s entry on its leaf, read optimistically and validated ([`LeafRead`]). Nothing
-    /// is latched (rule 2).
+    /// is latched (rule 2). Tries this thread's read hint first (rule 14).
     ///
     /// # Errors
     /// [`Error::Corruption`] for a node that validated yet is malformed; buffer-pool errors
     /// of a miss.
     pub(crate) fn read_leaf_entry(&self, key: &[u8]) -> Result<LeafRead<'_>> {
+        let tree = ReadHint::tree_of(self);
+        let hint = ReadHint::load(tree);
+        if hint.tree == tree && hint.conf > 0 {
+            if let Some(read) = self.read_hinted(&hint, key) {
+                #[cfg(test)]
+                READ_HINT_HITS.with(|h| h.set(h.get() + 1));
+                ReadHint::store(ReadHint {
+                    conf: (hint.conf + 1).min(READ_HINT_CONF_MAX),
+                    ..hint
+                });
+                return Ok(read);
+            }
+        }
+        // Read before the descent: the leaf it finds was reachable after this (rule 14).
+        let epoch = self.space.unlink_epoch();
         loop {
             let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
                 continue;
             };
             let leaf = path.node;
+            let pid = leaf.page_id().0;
+            let conf = match hint.tree == tree && hint.pid == pid {
+                true => (hint.conf + 1).min(READ_HINT_CONF_MAX),
+                false => 0,
+            };
+            ReadHint::store(ReadHint {
+                tree,
+                pid,
+                epoch,
+                conf,
+            });
             // The entry is written in place and only the status travels as a `Result`: a
             // `Result<Option<(usize, StoredValue)>>` returned from a closure was copied through
             // the stack and read back with loads that stalled on store forwarding.
@@ -569,6 +656,39 @@ impl BTree {
                 return Ok(LeafRead { entry, leaf, lsn });
             }
         }
+    }
+
+    /// `key`'s entry read from the leaf `hint` names, if that leaf is still a reachable
+    /// leaf of this tree whose fences cover `key` (rule 14); `None` (a miss: descend) if not,
+    /// or if anything read there fails — the descent then reads properly and reports what
+    /// is really wrong.
+    fn read_hinted(&self, hint: &ReadHint, key: &[u8]) -> Option<LeafRead<'_>> {
+        if self.space.unlink_epoch() != hint.epoch {
+            return None;
+        }
+        let leaf = self.pool.fix_optimistic(PageId(hint.pid)).ok()?;
+        let mut entry = None;
+        let (found, lsn) = {
+            let b = leaf.bytes();
+            let found = (|| -> Result<bool> {
+                let n = Node::open(&b)?;
+                if n.tree != self.root || !n.is_leaf() || !n.covers(key)? {
+                    return Ok(false);
+                }
+                if let Ok(i) = n.search(key)? {
+                    entry = Some((i, n.stored_value(i)?));
+                }
+                Ok(true)
+            })();
+            (found, crate::page::header::page_lsn(&b))
+        };
+        leaf.validate().ok()?;
+        // After the validation: a read of the leaf after a merge unlinked it would see the
+        // epoch that merge bumped under the leaf's latch (rule 14).
+        if !matches!(found, Ok(true)) || self.space.unlink_epoch() != hint.epoch {
+            return None;
+        }
+        Some(LeafRead { entry, leaf, lsn })
     }
 
     /// Inserts `key` with `value` in `txn`.
