@@ -62,7 +62,8 @@ pub struct Options {
     /// transaction's table intention locks (IS, IX) stay with its thread, and the thread's
     /// next transaction starts out holding them instead of taking them again. A request
     /// that conflicts with them (DROP TABLE, a table S or X lock) revokes them; it never
-    /// waits for an idle thread. Default `true`.
+    /// waits for an idle thread, nor for an inherited lock the thread's running
+    /// transaction has not asked for. Default `true`.
     pub lock_inheritance: bool,
     /// Fault in the buffer pool's memory in a background thread right after open, so that
     /// the first use of a frame does not stall a transaction while the kernel zeroes its

@@ -10,7 +10,7 @@
 //! sees — and waits for — every weak holder.
 
 use super::name::FastKey;
-use super::shim::{fence, AtomicBool, AtomicU32, Mutex};
+use super::shim::{fence, AtomicBool, AtomicU32, AtomicU64, Mutex};
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::Ordering::SeqCst;
 
@@ -43,27 +43,39 @@ impl Entries {
 }
 
 /// `Slot::state` bit: the slot is parked (F5).
-const PARKED: u32 = 1;
+const PARKED: u64 = 1;
 /// `Slot::state` bit: a strong request moved an entry out of the slot since its owner's
 /// transaction began (F5: such an owner does not park).
-const MOVED: u32 = 2;
-/// `Slot::state` is `generation << STATE_SHIFT | flags`.
-const STATE_SHIFT: u32 = 2;
+const MOVED: u64 = 2;
+/// `Slot::state` bits `UNUSED_SHIFT..UNUSED_SHIFT + FAST_PATH_ENTRIES`: entry `i` is
+/// inherited and not yet taken up by the owner's transaction (F5(d)); a strong request
+/// drops such an entry instead of moving it.
+const UNUSED_SHIFT: u32 = 2;
+/// `Slot::state` is `generation << GENERATION_SHIFT | unused << UNUSED_SHIFT | flags`; the
+/// 46-bit generation does not wrap in practice (2^46 transactions of one slot).
+const GENERATION_SHIFT: u32 = UNUSED_SHIFT + FAST_PATH_ENTRIES as u32;
 
-/// The state that ends a parking of `state`: not parked, not moved, next generation (so
-/// the parking thread's `resume` fails).
-fn next_generation(state: u32) -> u32 {
-    ((state >> STATE_SHIFT).wrapping_add(1)) << STATE_SHIFT
+const _: () = assert!(FAST_PATH_ENTRIES <= 16 && GENERATION_SHIFT < 32);
+
+/// The bit of entry `i` in `Slot::state`.
+fn unused_bit(i: u8) -> u64 {
+    1 << (UNUSED_SHIFT + u32::from(i))
+}
+
+/// The state that ends a parking of `state`, or a slot's use: not parked, not moved, no
+/// unused entries, next generation (so a parked thread's `resume` fails).
+fn next_generation(state: u64) -> u64 {
+    ((state >> GENERATION_SHIFT).wrapping_add(1)) << GENERATION_SHIFT
 }
 
 struct Slot {
     /// Claimed by a live owner (F3), or parked by its thread (F5).
     in_use: AtomicBool,
-    /// F5: `generation << 2 | MOVED | PARKED`. Changed by the owner without the latch
-    /// (`park`, `resume`: compare-and-swap) and by others only under the latch
-    /// (`transfer`, a take-over, `unpark`: compare-and-swap, so a race with the owner has
-    /// exactly one winner).
-    state: AtomicU32,
+    /// F5: generation, unused entries, MOVED, PARKED (see [`GENERATION_SHIFT`]). Changed
+    /// by the owner without the latch (`park`, `resume`, `take_up`: atomic read-modify-
+    /// writes) and by others only under the latch (`transfer`, a take-over, `unpark`:
+    /// compare-and-swap, so a race with the owner has exactly one winner).
+    state: AtomicU64,
     entries: Mutex<Entries>,
 }
 
@@ -90,7 +102,7 @@ impl FastPath {
                 .map(|_| {
                     CachePadded::new(Slot {
                         in_use: AtomicBool::new(false),
-                        state: AtomicU32::new(0),
+                        state: AtomicU64::new(0),
                         entries: Mutex::new(Entries {
                             keys: [FastKey::default(); FAST_PATH_ENTRIES],
                             modes: [FREE; FAST_PATH_ENTRIES],
@@ -156,42 +168,65 @@ impl FastPath {
         })
     }
 
-    /// Parks `owner`'s slot at the end of its transaction, keeping its entries for the
-    /// thread's next transaction (F5, speculative lock inheritance); the owner has released
-    /// every entry it does not keep. Returns the state to resume with, or `None` — slot
-    /// left as it was — if a strong request moved an entry out of the slot during the
-    /// transaction (the owner must then find its locks in the table and release them).
-    /// No latch: one compare-and-swap.
+    /// The state word of `owner`'s slot (for `park`).
     #[inline]
-    pub(crate) fn park(&self, owner: u32) -> Option<u32> {
-        let slot = &self.slots[owner as usize];
-        let st = slot.state.load(SeqCst);
-        if st & (MOVED | PARKED) != 0 {
-            return None;
-        }
-        let parked = next_generation(st) | PARKED;
-        // Fails only if a strong request set MOVED meanwhile.
-        slot.state
-            .compare_exchange(st, parked, SeqCst, SeqCst)
+    pub(crate) fn state(&self, owner: u32) -> u64 {
+        self.slots[owner as usize].state.load(SeqCst)
+    }
+
+    /// True if `state` (from [`FastPath::state`]) still has entry `i` inherited and unused,
+    /// i.e. not dropped by a strong request.
+    pub(crate) fn is_unused(state: u64, i: u8) -> bool {
+        state & unused_bit(i) != 0
+    }
+
+    /// True if `state` forbids parking: an entry was moved (or the slot is parked).
+    pub(crate) fn may_park(state: u64) -> bool {
+        state & (MOVED | PARKED) == 0
+    }
+
+    /// Parks `owner`'s slot at the end of its transaction, keeping its entries for the
+    /// thread's next transaction (F5, speculative lock inheritance), all marked unused
+    /// (`entries`: a bit per kept entry index); the owner has released every entry it
+    /// does not keep. `seen` is the state the owner checked its entries against. Returns
+    /// the state to resume with, or `None` if the state changed since (a strong request
+    /// dropped an unused entry or moved one: the owner checks again). No latch: one
+    /// compare-and-swap.
+    #[inline]
+    pub(crate) fn park(&self, owner: u32, seen: u64, entries: u16) -> Option<u64> {
+        debug_assert!(Self::may_park(seen));
+        let parked = next_generation(seen) | u64::from(entries) << UNUSED_SHIFT | PARKED;
+        self.slots[owner as usize]
+            .state
+            .compare_exchange(seen, parked, SeqCst, SeqCst)
             .ok()
             .map(|_| parked)
     }
 
     /// Takes `owner`'s parked slot back for a new transaction of the thread that parked
-    /// it (`parked`, from `park`; F5): true if its entries are still there; false if it was
-    /// revoked or taken over meanwhile (the slot is no longer the caller's). No latch: one
-    /// compare-and-swap.
+    /// it (`parked`, from `park`; F5): true if its entries are still there (all unused);
+    /// false if it was revoked or taken over meanwhile (the slot is no longer the
+    /// caller's). No latch: one compare-and-swap.
     #[inline]
-    pub(crate) fn resume(&self, owner: u32, parked: u32) -> bool {
+    pub(crate) fn resume(&self, owner: u32, parked: u64) -> bool {
         self.slots[owner as usize]
             .state
             .compare_exchange(parked, parked & !PARKED, SeqCst, SeqCst)
             .is_ok()
     }
 
+    /// The owner's transaction takes up inherited entry `i` (F5(d)): true if it was still
+    /// there; false if a strong request dropped it (it is gone from the slot). No latch:
+    /// one atomic and-not.
+    #[inline]
+    pub(crate) fn take_up(&self, owner: u32, i: u8) -> bool {
+        let bit = unused_bit(i);
+        self.slots[owner as usize].state.fetch_and(!bit, SeqCst) & bit != 0
+    }
+
     /// Gives up a slot parked as `parked` (its thread is done with it): drops its entries
     /// and frees it, unless it was revoked or taken over meanwhile (then it is not ours).
-    pub(crate) fn unpark(&self, owner: u32, parked: u32) {
+    pub(crate) fn unpark(&self, owner: u32, parked: u64) {
         let slot = &self.slots[owner as usize];
         let mut e = slot.entries.lock();
         if slot
@@ -227,9 +262,9 @@ impl FastPath {
     }
 
     /// Records weak `mode` for `key` in `owner`'s slot — a new entry, or a stronger weak
-    /// mode for an entry it has — if no strong request is registered (F1). False if the
-    /// caller must use the lock table instead: a strong request exists, the entry was
-    /// moved to the lock table, or the slot is full.
+    /// mode for an entry it has — if no strong request is registered (F1). Returns the
+    /// entry's index in the slot, or `None` if the caller must use the lock table instead:
+    /// a strong request exists, the entry was moved to the lock table, or the slot is full.
     #[inline]
     pub(crate) fn try_acquire(
         &self,
@@ -238,28 +273,20 @@ impl FastPath {
         hash: u64,
         mode: u8,
         new: bool,
-    ) -> bool {
+    ) -> Option<u8> {
         let mut e = self.slots[owner as usize].entries.lock();
         // F2: read under the slot latch, after the latch acquire.
         if !self.no_strong(hash) {
-            return false;
+            return None;
         }
-        match e.find(key) {
-            Some(i) if !new => {
-                e.modes[i] = mode;
-                true
-            }
-            Some(_) => false,
-            None if new => match e.modes.iter().position(|&m| m == FREE) {
-                Some(i) => {
-                    e.keys[i] = key;
-                    e.modes[i] = mode;
-                    true
-                }
-                None => false,
-            },
-            None => false,
-        }
+        let i = match (e.find(key), new) {
+            (Some(i), false) => i,
+            (None, true) => e.modes.iter().position(|&m| m == FREE)?,
+            _ => return None,
+        };
+        e.keys[i] = key;
+        e.modes[i] = mode;
+        Some(i as u8)
     }
 
     /// Sets a weaker mode for an entry still on the fast path (a downgrade needs no check).
@@ -322,8 +349,9 @@ impl FastPath {
     /// Moves every slot's entry for `key` out of the fast path: `to_table(owner, mode)` is
     /// called for each under that owner's slot latch (so the owner, which takes its latch to
     /// release, finds either its entry or its request in the lock table, never neither —
-    /// F4). A parked slot holding `key` is revoked instead (F5). Returns the numbers of
-    /// entries moved and of slots revoked. Call after `begin_strong`.
+    /// F4). A parked slot holding `key` is revoked instead, and an inherited entry its
+    /// transaction has not taken up is dropped (F5). Returns the number of entries moved
+    /// and the number revoked or dropped. Call after `begin_strong`.
     pub(crate) fn transfer(
         &self,
         key: FastKey,
@@ -356,6 +384,18 @@ impl FastPath {
                     {
                         e.clear();
                         slot.in_use.store(false, SeqCst);
+                        revoked += 1;
+                        break;
+                    }
+                } else if st & unused_bit(j as u8) != 0 {
+                    // F5(d): inherited, and the running transaction has not taken it up:
+                    // it is not that transaction's lock; drop it (its `take_up` fails).
+                    if slot
+                        .state
+                        .compare_exchange(st, st & !unused_bit(j as u8), SeqCst, SeqCst)
+                        .is_ok()
+                    {
+                        e.modes[j] = FREE;
                         revoked += 1;
                         break;
                     }

@@ -40,7 +40,8 @@ pub struct LockOptions {
     /// parked with its thread, and the thread's next transaction on this manager starts
     /// holding them — so a stream of short transactions takes and releases no table lock.
     /// A strong request on such a name revokes the parked locks instead of waiting for
-    /// them. Default true.
+    /// them, and drops an inherited lock that the thread's running transaction has not
+    /// asked for yet. Default true.
     pub inheritance: bool,
 }
 

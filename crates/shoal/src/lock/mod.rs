@@ -128,25 +128,32 @@
 //!    owner *parks* its slot with them in a thread-local, and the thread's next owner of
 //!    the same manager *resumes* the slot and starts out holding them, so a stream of short
 //!    transactions takes no table lock at all (for select1, the claim, entry, record and
-//!    release of a table IS were about a fifth of a read). The slot's state word
-//!    (`generation << 2 | MOVED | PARKED`) settles every race by compare-and-swap, so
-//!    parking and resuming need no latch:
+//!    release of a table IS were about a fifth of a read). The slot's 64-bit state word
+//!    (a 46-bit generation, an *unused* bit per entry, MOVED, PARKED) settles every race by
+//!    an atomic read-modify-write, so parking, resuming and taking up need no latch:
 //!    (a) *revocation*: a strong request whose move (F2) meets a parked slot holding its
 //!    name does not move the entry — the slot's locks belong to no transaction, and its
 //!    thread may never run again — but swaps the state to the next generation, drops
 //!    every entry and frees the slot; the parked thread's `resume` then fails and its
 //!    owner starts empty;
 //!    (b) *no parking with moved locks*: a move out of an active slot first sets MOVED;
-//!    `park` fails on it, and the owner releases everything (finding moved locks in the
+//!    the owner does not park then, and releases everything (finding moved locks in the
 //!    table, F4), so no parked slot ever has requests in the lock table;
 //!    (c) *take-over*: with every slot in use, a new owner revokes a parked slot and takes
 //!    it (it stays `in_use`, so F3(b) is untouched);
-//!    (d) *no surprise conversions*: an inherited lock the new transaction has not asked
-//!    for is released and requested anew when the transaction asks for a mode it does not
-//!    cover (an inherited IX plus a requested S would be SIX, and two such conversions
-//!    could deadlock); one no transaction asks for in 4 in a row is released;
+//!    (d) *inherited is not asked for*: a resumed slot's entries are all marked unused. A
+//!    strong request drops an unused entry instead of moving it (so it never waits for, or
+//!    deadlocks on, a lock that no running transaction asked for); the transaction *takes
+//!    up* an entry (clears its bit) the first time it asks for that name in that very mode,
+//!    and finds out from the bit whether the entry is still there. A request in another
+//!    mode lets the inherited lock go and asks anew (an inherited IX must not serve an IS:
+//!    IX + S = SIX, and two such conversions deadlock). An entry no transaction takes up in
+//!    4 in a row is released at the end of the 4th;
 //!    (e) a thread that exits gives its parked slot up (thread-local destructor).
-//!    `loom_tests.rs` checks (a) and (b) against a racing strong request.
+//!    A review found (d)'s cases in the first version, which resumed every inherited lock
+//!    as the transaction's own.
+//!    `loom_tests.rs` checks (a), (b) and (d) against a racing strong request, and (c)
+//!    against a racing resume.
 //!
 //! ## Deadlocks (`deadlock.rs`)
 //! 1. **D1 Search on block.** A request that must wait searches the waits-for graph for a

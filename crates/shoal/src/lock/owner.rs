@@ -2,6 +2,7 @@
 //! never touches shared memory), durations, the fast path for weak table-level locks, and
 //! escalation.
 
+use super::fastpath::FastPath;
 use super::manager::{LockDuration, LockStatus, Shared, Wait};
 use super::mode::{LockMode, NONE};
 use super::name::{LockName, NameHasher, NameKind};
@@ -50,7 +51,7 @@ struct Parked {
     sh: Arc<Shared>,
     id: u32,
     /// The slot state `FastPath::park` returned; `resume` and `unpark` expect it.
-    state: u32,
+    state: u64,
     /// The kept locks (weak, long, on the fast path), as recorded when parked.
     map: HeldMap,
     /// The owner's emptied per-table list, kept for its allocation.
@@ -83,8 +84,11 @@ struct Held {
     strong: bool,
     /// Inherited (F5) and not asked for since: the number of transactions, this one
     /// included, that started holding it without using it. 0: asked for by this
-    /// transaction.
+    /// transaction. While it is above 0 a strong request may drop the entry from the slot
+    /// (F5(d)); the owner finds out with `FastPath::take_up`.
     unused: u8,
+    /// The entry's index in the owner's fast-path slot (if `fast`).
+    slot: u8,
 }
 
 /// Per-table facts for row requests: escalation counts and what the owner's table lock
@@ -154,6 +158,11 @@ fn lower(sh: &Shared, id: u32, name: &LockName, h: &mut Held, to: u8, wake: &mut
         return;
     }
     if to == NONE {
+        if h.unused > 0 && !sh.fast.take_up(id, h.slot) {
+            // F5(d): a strong request dropped this inherited entry; nothing is left.
+            h.mode = NONE;
+            return;
+        }
         if !(h.fast && sh.fast.remove(id, name.fast_key())) {
             sh.table.release(&sh.owners, id, name, wake);
         }
@@ -306,6 +315,11 @@ impl LockOwner {
         if map.is_empty() {
             return false;
         }
+        // A map grown by a transaction of many locks is not kept for the few it parks
+        // (`park` and `resume` walk it every transaction).
+        if map.capacity() > SPARE_MAP_MAX_CAPACITY {
+            map.shrink_to(INITIAL_MAP_CAPACITY);
+        }
         PARKED
             .try_with(|c| {
                 // One parked owner per thread: a second one ending releases as usual.
@@ -314,8 +328,20 @@ impl LockOwner {
                     c.0.set(cur);
                     return false;
                 }
-                let Some(state) = sh.fast.park(*id) else {
-                    return false;
+                let state = loop {
+                    let seen = sh.fast.state(*id);
+                    if !FastPath::may_park(seen) {
+                        return false;
+                    }
+                    // Inherited entries that a strong request dropped meanwhile are gone.
+                    map.retain(|_, h| h.unused == 0 || FastPath::is_unused(seen, h.slot));
+                    if map.is_empty() {
+                        return false;
+                    }
+                    let entries = map.values().fold(0u16, |m, h| m | 1 << h.slot);
+                    if let Some(state) = sh.fast.park(*id, seen, entries) {
+                        break state;
+                    }
                 };
                 // SAFETY: `self.sh` is taken once and not used again: `drop` returns right
                 // after a successful park, and the field is a `ManuallyDrop`.
@@ -376,6 +402,23 @@ impl LockOwner {
             return Ok(LockStatus::Granted);
         }
         match self.map.get_mut(name) {
+            Some(h) if h.unused > 0 => {
+                // F5(d): the first request of this transaction on an inherited lock. Taken
+                // up only if asked for in the very mode inherited (an inherited IX serving
+                // an IS would make the transaction hold more than it asked for, and IX + S
+                // = SIX; two such conversions deadlock) and still in the slot. Otherwise
+                // it is let go and the request made anew.
+                let h = *h;
+                if h.mode == r
+                    && duration != LockDuration::Instant
+                    && self.sh.fast.take_up(self.id, h.slot)
+                {
+                    self.record(name, h, r, duration, false);
+                    return Ok(LockStatus::Granted);
+                }
+                self.release(name);
+                self.acquire_new(name, r, duration, wait)
+            }
             Some(h) if m.sup_raw(h.mode, r) == h.mode => {
                 let part = match duration {
                     LockDuration::Instant => h.mode,
@@ -384,21 +427,12 @@ impl LockOwner {
                 };
                 if part != NONE && m.sup_raw(part, r) == part {
                     // Already asked for with this duration (the common repeat: a table's
-                    // IS once per statement, or an inherited lock taken up): nothing else
-                    // to record.
-                    h.unused = 0;
+                    // IS once per statement): nothing to record.
                     return Ok(LockStatus::Granted);
                 }
                 let h = *h;
                 self.record(name, h, r, duration, false);
                 Ok(LockStatus::Granted)
-            }
-            Some(h) if h.unused > 0 => {
-                // F5: an inherited lock this transaction never asked for is given up rather
-                // than converted — a conversion would make the transaction hold more than it
-                // asked for (IX + S = SIX), and two such conversions could deadlock.
-                self.release(name);
-                self.acquire_new(name, r, duration, wait)
             }
             Some(h) => {
                 let h = *h;
@@ -480,11 +514,13 @@ impl LockOwner {
             if instant && sh.fast.no_strong(name.hash64()) {
                 return Ok(LockStatus::Granted);
             }
-            if !instant
-                && sh
+            let slot = match instant {
+                true => None,
+                false => sh
                     .fast
-                    .try_acquire(self.id, name.fast_key(), name.hash64(), r, true)
-            {
+                    .try_acquire(self.id, name.fast_key(), name.hash64(), r, true),
+            };
+            if let Some(slot) = slot {
                 let h = Held {
                     mode: r,
                     long: NONE,
@@ -492,6 +528,7 @@ impl LockOwner {
                     fast: true,
                     strong: false,
                     unused: 0,
+                    slot,
                 };
                 self.record(name, h, r, duration, true);
                 return Ok(LockStatus::Granted);
@@ -530,6 +567,7 @@ impl LockOwner {
                     fast: false,
                     strong,
                     unused: 0,
+                    slot: 0,
                 };
                 self.record(name, h, r, duration, true);
                 Ok(LockStatus::Granted)
@@ -557,7 +595,10 @@ impl LockOwner {
         if h.fast {
             let key = name.fast_key();
             if sh.modes.is_weak(LockMode(t))
-                && sh.fast.try_acquire(self.id, key, name.hash64(), t, false)
+                && sh
+                    .fast
+                    .try_acquire(self.id, key, name.hash64(), t, false)
+                    .is_some()
             {
                 if instant {
                     if !sh.fast.downgrade(self.id, key, h.mode) {
@@ -687,7 +728,7 @@ impl LockOwner {
             || self
                 .map
                 .get(name)
-                .is_some_and(|h| m.sup_raw(h.mode, mode.0) == h.mode)
+                .is_some_and(|h| h.unused == 0 && m.sup_raw(h.mode, mode.0) == h.mode)
     }
 
     /// Number of names this owner holds locks on (inherited ones included, rule F5).
@@ -699,6 +740,12 @@ impl LockOwner {
     /// row or key lock can only be held through a table lock's cover.
     pub fn row_lock_count(&self) -> usize {
         self.rows
+    }
+
+    /// Entries the owner's local map has room for (tests).
+    #[cfg(test)]
+    pub(crate) fn map_capacity(&self) -> usize {
+        self.map.capacity()
     }
 
     /// Long row (and key) locks held on `table` — the escalation count (E1).

@@ -2,9 +2,9 @@
 //! `--cfg loom` (the fast-path protocol is model-checked in `loom_tests.rs`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU32};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64};
 
 /// A mutex whose `lock` returns the guard directly (no poisoning), `parking_lot`'s in real
 /// builds and `loom`'s under the model checker.

@@ -433,3 +433,91 @@ fn a_thread_that_exits_gives_its_parked_slot_up() {
         "unparked at thread exit, not revoked"
     );
 }
+
+#[test]
+fn an_owner_whose_lock_was_moved_to_the_table_does_not_park() {
+    let m = mgl(0);
+    let mut a = owner(&m, 1);
+    a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    {
+        // A strong request moves a's IX into the lock table, then gives up.
+        let mut b = owner(&m, 2);
+        assert_eq!(
+            b.lock(&table(), X, Long, Wait::No).unwrap(),
+            LockStatus::WouldBlock
+        );
+        assert_eq!(m.table_heads(), 1);
+        b.release_all();
+    }
+    // a ends: with a lock in the table it must release, not park.
+    drop(a);
+    assert_eq!(m.table_heads(), 0, "a's moved IX was left in the table");
+    let c = owner(&m, 3);
+    assert_eq!(c.held(&table()), None);
+}
+
+/// Review finding: an inherited lock its transaction never asked for must not hold back a
+/// strong request, nor join a deadlock.
+#[test]
+fn an_inherited_lock_not_taken_up_does_not_block_a_strong_request() {
+    let m = mgl(0);
+    let m2 = m.clone();
+    let other = LockName::table(1, 8);
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let h = thread::spawn(move || {
+        let mut a = owner(&m2, 1);
+        a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+        drop(a); // parked with IX on table()
+                 // The next transaction works on another table only: it resumes the slot.
+        let mut b = owner(&m2, 2);
+        b.lock(&other, IX, Long, Wait::Yes).unwrap();
+        held_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        // The strong request dropped the inherited IX: asking for it now waits (fails at
+        // once with the zero timeout) because X is held.
+        let r = b.lock(&table(), IX, Long, Wait::No).unwrap();
+        (b.held(&table()), r)
+    });
+    held_rx.recv().unwrap();
+    let mut c = owner(&m, 3);
+    assert_eq!(
+        c.lock(&table(), X, Long, Wait::Yes).unwrap(),
+        LockStatus::Granted,
+        "the strong request waited for a lock no running transaction asked for"
+    );
+    assert_eq!(m.stats().inherited_revoked, 1);
+    go_tx.send(()).unwrap();
+    let (held, r) = h.join().unwrap();
+    assert_eq!((held, r), (None, LockStatus::WouldBlock));
+}
+
+/// Review finding: an inherited IX does not serve a request for IS (the transaction would
+/// hold more than it asked for, and IX + S = SIX).
+#[test]
+fn an_inherited_lock_serves_only_the_mode_it_was_inherited_in() {
+    let m = mgl(5_000);
+    let mut a = owner(&m, 1);
+    a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    drop(a);
+    let mut b = owner(&m, 2);
+    assert_eq!(b.held(&table()), Some(IX));
+    b.lock(&table(), IS, Long, Wait::Yes).unwrap();
+    assert_eq!(b.held(&table()), Some(IS));
+    b.lock(&table(), S, Long, Wait::Yes).unwrap();
+    assert_eq!(b.held(&table()), Some(S));
+}
+
+#[test]
+fn parking_does_not_keep_a_big_map() {
+    let m = mgl(5_000);
+    let mut a = owner(&m, 1);
+    a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+    for r in 0..4_000 {
+        a.lock(&row(r), X, Long, Wait::Yes).unwrap();
+    }
+    drop(a);
+    let b = owner(&m, 2);
+    assert_eq!(b.lock_count(), 1);
+    assert!(b.map_capacity() <= 1024, "capacity {}", b.map_capacity());
+}
