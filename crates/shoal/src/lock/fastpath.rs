@@ -180,7 +180,8 @@ impl FastPath {
         state & unused_bit(i) != 0
     }
 
-    /// True if `state` forbids parking: an entry was moved (or the slot is parked).
+    /// True if `state` allows parking: no entry was moved out of the slot since its
+    /// owner's transaction began, and the slot is not parked.
     pub(crate) fn may_park(state: u64) -> bool {
         state & (MOVED | PARKED) == 0
     }

@@ -268,7 +268,9 @@ impl LockOwner {
         for h in map.values_mut() {
             h.unused += 1;
         }
-        let mut o = LockOwner {
+        // No row cover from inherited locks until taken up (`record` sets it then): a
+        // strong request may drop them before (F5(d)).
+        Some(LockOwner {
             sh: ManuallyDrop::new(p.sh),
             id: p.id,
             txn,
@@ -276,17 +278,7 @@ impl LockOwner {
             rows: 0,
             tables: p.tables,
             wake: Wakeups::default(),
-        };
-        let Self {
-            sh, map, tables, ..
-        } = &mut o;
-        for (name, h) in map.iter() {
-            // Weak modes seldom imply anything on rows (MGL IS, IX: nothing).
-            if child_of(sh, h.mode) != NONE {
-                refresh_cover(sh, tables, name, Some(h));
-            }
-        }
-        Some(o)
+        })
     }
 
     /// Ends the transaction under lock inheritance (rule F5): releases every lock but the
@@ -371,7 +363,9 @@ impl LockOwner {
     /// converted (held mode joined with `mode`) or newly requested. Intention locks on the
     /// parents are the caller's job ([`LockName::parent`]).
     ///
-    /// Returns [`LockStatus::WouldBlock`] only with [`Wait::No`], having changed nothing.
+    /// Returns [`LockStatus::WouldBlock`] only with [`Wait::No`], having changed nothing —
+    /// except that an inherited lock on `name` this transaction had not asked for is let
+    /// go (F5(d)).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a mode outside the manager's protocol;
