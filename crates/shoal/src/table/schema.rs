@@ -17,6 +17,10 @@ pub const MAX_INDEXES: usize = 64;
 /// Longest table, column or index name, in bytes of UTF-8: 128.
 pub const MAX_NAME_BYTES: usize = 128;
 
+/// Tables with at most this many columns find a column by name with a scan
+/// ([`TableDef::column_index`]), larger ones with their name map.
+const SCAN_COLUMNS: usize = 16;
+
 /// One column of a table.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Column {
@@ -263,8 +267,14 @@ impl TableDef {
         &self.columns
     }
 
-    /// The position of the column named `name` (case-sensitive), in O(1).
+    /// The position of the column named `name` (case-sensitive): a scan of at most 16
+    /// names, or a hash lookup.
     pub fn column_index(&self, name: &str) -> Option<usize> {
+        // For the usual few columns a scan (a length compare per column, bytes only on a
+        // length match) beats hashing the name: 2.6 % of TPC-B's samples went to the hash.
+        if self.columns.len() <= SCAN_COLUMNS {
+            return self.columns.iter().position(|c| c.name == name);
+        }
         self.by_name.get(name).copied()
     }
 
