@@ -393,6 +393,36 @@ fn deletes_merge_nodes_and_shrink_the_root() {
     e.close().unwrap();
 }
 
+/// A tree of the even keys `0, 2, …, 2(n - 1)` with values `value(i, 40)`, loaded in order
+/// and committed.
+fn even_keys_tree(disk: &FaultStorage, n: u64) -> (Engine, BTree) {
+    let e = open(disk, 256);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let mut tx = e.begin();
+    for i in 0..n {
+        t.insert(&mut tx, &key(2 * i), &value(i, 40)).unwrap();
+    }
+    tx.commit().unwrap();
+    (e, t)
+}
+
+/// Deletes all but every tenth of the top `top` keys of [`even_keys_tree`]'s tree, and
+/// checks that leaves merged.
+fn merge_top_away(e: &Engine, t: &BTree, n: u64, top: u64) {
+    let before = assert_sound(t);
+    let mut tx = e.begin();
+    for i in (n - top..n).filter(|i| i % 10 != 0) {
+        assert_eq!(t.delete(&mut tx, &key(2 * i)).unwrap(), Some(value(i, 40)));
+    }
+    tx.commit().unwrap();
+    let merged = assert_sound(t);
+    assert!(
+        merged.pages.len() < before.pages.len(),
+        "the deletes merged no leaf ({} pages)",
+        merged.pages.len()
+    );
+}
+
 /// Btree rule 13: the last-leaf hint never sends an insert to a leaf that a merge made
 /// unreachable. An ascending load leaves the hint on the last leaf; deleting most of the
 /// top keys merges that leaf into its left sibling, and the right page of a merge is freed
@@ -401,26 +431,9 @@ fn deletes_merge_nodes_and_shrink_the_root() {
 #[test]
 fn an_insert_after_a_merge_does_not_follow_the_hint_to_the_merged_away_leaf() {
     let disk = FaultStorage::new(FaultConfig::new(13)).unwrap();
-    let e = open(&disk, 256);
-    let t = BTree::create(e.txns(), e.space()).unwrap();
     let (n, top) = (2_000u64, 150u64);
-    let mut tx = e.begin();
-    for i in 0..n {
-        t.insert(&mut tx, &key(2 * i), &value(i, 40)).unwrap();
-    }
-    tx.commit().unwrap();
-    let before = assert_sound(&t);
-    let mut tx = e.begin();
-    for i in (n - top..n).filter(|i| i % 10 != 0) {
-        assert_eq!(t.delete(&mut tx, &key(2 * i)).unwrap(), Some(value(i, 40)));
-    }
-    tx.commit().unwrap();
-    let merged = assert_sound(&t);
-    assert!(
-        merged.pages.len() < before.pages.len(),
-        "the deletes merged no leaf ({} pages)",
-        merged.pages.len()
-    );
+    let (e, t) = even_keys_tree(&disk, n);
+    merge_top_away(&e, &t, n, top);
     // Highest first: the top key lies in the last leaf's old range, whatever its low fence.
     let mut tx = e.begin();
     for i in (n - top..n).rev() {
@@ -444,14 +457,8 @@ fn an_insert_after_a_merge_does_not_follow_the_hint_to_the_merged_away_leaf() {
 fn reads_follow_the_read_hint_but_never_to_a_merged_away_leaf() {
     use super::tree::READ_HINT_HITS;
     let disk = FaultStorage::new(FaultConfig::new(19)).unwrap();
-    let e = open(&disk, 256);
-    let t = BTree::create(e.txns(), e.space()).unwrap();
     let (n, top) = (2_000u64, 150u64);
-    let mut tx = e.begin();
-    for i in 0..n {
-        t.insert(&mut tx, &key(2 * i), &value(i, 40)).unwrap();
-    }
-    tx.commit().unwrap();
+    let (e, t) = even_keys_tree(&disk, n);
     // Reads in key order: all but the first read of each leaf skip the descent.
     let hits = READ_HINT_HITS.with(|h| h.get());
     for i in 0..n {
@@ -461,16 +468,7 @@ fn reads_follow_the_read_hint_but_never_to_a_merged_away_leaf() {
     assert!(hits > n * 3 / 4, "{hits} of {n} reads used the hint");
     // The hint now trusts the last leaf; deletes merge it away (its page keeps its old
     // entries until reused), and a read of a deleted key must not find it there.
-    let before = assert_sound(&t);
-    let mut tx = e.begin();
-    for i in (n - top..n).filter(|i| i % 10 != 0) {
-        assert_eq!(t.delete(&mut tx, &key(2 * i)).unwrap(), Some(value(i, 40)));
-    }
-    tx.commit().unwrap();
-    assert!(
-        assert_sound(&t).pages.len() < before.pages.len(),
-        "no leaf merged"
-    );
+    merge_top_away(&e, &t, n, top);
     for i in (n - top..n).rev() {
         let want = (i % 10 == 0).then(|| value(i, 40));
         assert_eq!(t.get(&key(2 * i)).unwrap(), want, "key {}", 2 * i);
