@@ -706,13 +706,15 @@ impl LockOwner {
         sh.counters.escalations.incr();
     }
 
-    /// The mode held on `name` (not counting what a table lock implies on rows).
+    /// The mode held on `name` (not counting what a table lock implies on rows; an
+    /// inherited lock not yet taken up counts, rule F5).
     pub fn held(&self, name: &LockName) -> Option<LockMode> {
         self.map.get(name).map(|h| LockMode(h.mode))
     }
 
     /// True if a request for `mode` on `name` with `duration` would be granted from this
-    /// owner's own locks alone (held on `name`, or implied by its table lock).
+    /// owner's own locks alone (held on `name`, or implied by its table lock). An inherited
+    /// lock not yet taken up does not count: a strong request may drop it (rule F5(d)).
     pub fn covers(&self, name: &LockName, mode: LockMode, duration: LockDuration) -> bool {
         let m = self.sh.modes;
         if !m.contains(mode) {
