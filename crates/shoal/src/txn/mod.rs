@@ -726,11 +726,13 @@ impl<'m> Transaction<'m> {
         } else {
             RecordKind::Update
         };
-        let mgr = self.mgr;
-        let entry = self.entry().clone();
+        let (mgr, txn_id) = (self.mgr, self.id);
+        // Borrowed, not cloned: an `Arc` clone and drop per record were two atomic
+        // read-modify-writes (1.5 % of an insert-heavy profile).
+        let entry = self.entry();
         let rec = LogRecord {
             kind,
-            txn_id: self.id,
+            txn_id,
             prev_lsn: entry.last(),
             page_id: page.page_id(),
             undo_next_lsn: Lsn::ZERO,
