@@ -79,6 +79,23 @@ struct Slot {
     entries: Mutex<Entries>,
 }
 
+impl Slot {
+    /// Ends the parking `parked` of this slot, whose latch the caller holds as `e`: drops
+    /// its entries and frees it. False, changing nothing, if the state is no longer
+    /// `parked` (resumed, or ended by someone else).
+    fn end_parking(&self, e: &mut Entries, parked: u64) -> bool {
+        let won = self
+            .state
+            .compare_exchange(parked, next_generation(parked), SeqCst, SeqCst)
+            .is_ok();
+        if won {
+            e.clear();
+            self.in_use.store(false, SeqCst);
+        }
+        won
+    }
+}
+
 /// The fast-path slots of all owners and the strong-lock counters.
 pub(crate) struct FastPath {
     strong: Box<[AtomicU32]>,
@@ -230,14 +247,7 @@ impl FastPath {
     pub(crate) fn unpark(&self, owner: u32, parked: u64) {
         let slot = &self.slots[owner as usize];
         let mut e = slot.entries.lock();
-        if slot
-            .state
-            .compare_exchange(parked, next_generation(parked), SeqCst, SeqCst)
-            .is_ok()
-        {
-            e.clear();
-            slot.in_use.store(false, SeqCst);
-        }
+        slot.end_parking(&mut e, parked);
     }
 
     /// Forgets that entries were moved out of `owner`'s slot, once the owner holds none
@@ -378,13 +388,7 @@ impl FastPath {
                 if st & PARKED != 0 {
                     // A parked slot's entries belong to no transaction: revoke them all
                     // rather than queue behind an owner that may never run again.
-                    if slot
-                        .state
-                        .compare_exchange(st, next_generation(st), SeqCst, SeqCst)
-                        .is_ok()
-                    {
-                        e.clear();
-                        slot.in_use.store(false, SeqCst);
+                    if slot.end_parking(&mut e, st) {
                         revoked += 1;
                         break;
                     }
