@@ -861,12 +861,6 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     }
 
     fn fence(&self, slot: usize) -> Result<Option<Vec<u8>>> {
-        // An infinite fence is answered in place: an insert at a tree's right edge asks for
-        // its leaf's high fence every time, and copying the 1-byte record allocated.
-        let r = self.s.record_range(slot)?;
-        if r.len() == 1 && self.s.page().u8_at(r.start) == FENCE_INFINITE {
-            return Ok(None);
-        }
         parse_fence(self.page_id(), &self.s.get(slot)?)
     }
 
@@ -1257,15 +1251,11 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
         // kept entry shares the bytes up to it): the bytes between are common to all, so
         // its hints tell entries apart as well, and none needs rewriting. (A split of a
         // sequentially loaded leaf keeps every entry and only gains a prefix.)
+        // (`hint_offset_for` never returns less than the prefix, so an old offset past it is
+        // past the new prefix too.)
         let mut offset = hint_offset_for(prefix_len, shared);
-        if offset < old_offset
-            && prefix_len <= old_offset
-            && shared.is_some_and(|s| s >= old_offset)
-        {
+        if offset < old_offset && shared.is_some_and(|s| s >= old_offset) {
             offset = old_offset;
-        }
-        if prefix_len == old_prefix && offset == old_offset {
-            return Ok(());
         }
         if prefix_len != old_prefix {
             let (len, head) = prefix_fields(low.as_deref().unwrap_or(&[]), prefix_len);

@@ -135,7 +135,8 @@ pub struct LockStats {
     pub escalations_refused: u64,
     /// Fast-path locks moved into the lock table by strong requests.
     pub fast_path_moves: u64,
-    /// Parked slots (lock inheritance, rule F5) whose locks a strong request revoked.
+    /// Inherited locks (rule F5) that strong requests took away instead of waiting for:
+    /// parked slots revoked, and entries a running transaction had not taken up dropped.
     pub inherited_revoked: u64,
     /// The lock names waited on most (up to [`HOT_LOCKS`]), most waits first: where
     /// transactions queue (DESIGN.md §3.11).

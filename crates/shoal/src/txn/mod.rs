@@ -641,13 +641,6 @@ impl<'m> Transaction<'m> {
             .is_some_and(|o| o.covers(name, mode, duration))
     }
 
-    /// Number of names the transaction holds locks on now (0 before its first lock; table
-    /// intention locks inherited from the thread's last transaction count, see
-    /// `Options::lock_inheritance`).
-    pub fn lock_count(&self) -> usize {
-        self.locks.as_ref().map_or(0, |o| o.lock_count())
-    }
-
     /// Number of row-level names (rows, keys) the transaction holds locks on now.
     pub fn row_lock_count(&self) -> usize {
         self.locks.as_ref().map_or(0, |o| o.row_lock_count())

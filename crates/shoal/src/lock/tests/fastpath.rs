@@ -374,9 +374,9 @@ fn an_owner_whose_parked_locks_were_revoked_starts_without_them() {
     assert_eq!(m.stats().inherited_revoked, 1);
 }
 
-#[test]
-fn with_every_slot_in_use_a_parked_one_is_taken_over() {
-    let m = LockManager::new(
+/// A manager with a single owner slot and no lock waits (a wait fails at once).
+fn one_slot_manager() -> LockManager {
+    LockManager::new(
         &MGL,
         LockOptions {
             max_owners: 1,
@@ -384,7 +384,12 @@ fn with_every_slot_in_use_a_parked_one_is_taken_over() {
             ..LockOptions::default()
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn with_every_slot_in_use_a_parked_one_is_taken_over() {
+    let m = one_slot_manager();
     let m2 = m.clone();
     let (done, (), h) = parking_thread(move || {
         let mut a = owner(&m2, 1);
@@ -406,15 +411,7 @@ fn with_every_slot_in_use_a_parked_one_is_taken_over() {
 
 #[test]
 fn a_thread_that_exits_gives_its_parked_slot_up() {
-    let m = LockManager::new(
-        &MGL,
-        LockOptions {
-            max_owners: 1,
-            timeout: Duration::ZERO,
-            ..LockOptions::default()
-        },
-    )
-    .unwrap();
+    let m = one_slot_manager();
     let m2 = m.clone();
     thread::spawn(move || {
         let mut a = owner(&m2, 1);
