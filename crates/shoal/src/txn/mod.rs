@@ -325,7 +325,7 @@ impl TxnManager {
         self.ensure_image(page)?;
         let pid = page.page_id();
         self.resources.redo(
-            self.log.end_lsn(),
+            Lsn::ZERO, // not logged yet (`ResourceManager::redo`)
             pid,
             &rec.redo,
             &mut page.page_mut(),

@@ -28,6 +28,12 @@ pub trait ResourceManager: Send + Sync {
     /// page untouched; and `Ok` for a payload it accepted once must be `Ok` again on the same
     /// page image (redo cannot fail where do succeeded).
     ///
+    /// `lsn` is the record's LSN and serves only to name the record in errors. A change made
+    /// for the first time ([`ResourceManager::redo_near`] from the transaction manager) has no
+    /// LSN yet: its record is appended after the change is applied, and `lsn` is
+    /// [`Lsn::ZERO`]. (Reading the end of the log instead would touch the log's most
+    /// contended cache line once more per change.)
+    ///
     /// # Errors
     /// [`Error::LogCorruption`] (naming `lsn`) for a payload it cannot parse; a page that does
     /// not fit the change (a duplicate key, no room) as the manager's own typed error.
