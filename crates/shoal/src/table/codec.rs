@@ -139,8 +139,9 @@ pub(super) fn encode_cells(def: &TableDef, cells: &[Cell<'_>]) -> Result<Vec<u8>
             ),
         ));
     }
-    let mut out = vec![0u8; g.data];
-    out.reserve_exact(var_bytes);
+    // One allocation of the final length: the fixed part zeroed, the variable part appended.
+    let mut out = Vec::with_capacity(len);
+    out.resize(g.data, 0);
     out[0] = ROW_FORMAT_VERSION;
     out[1..3].copy_from_slice(&(n as u16).to_le_bytes());
     let mut var_end = 0usize;
