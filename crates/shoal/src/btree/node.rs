@@ -861,7 +861,28 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     }
 
     fn fence(&self, slot: usize) -> Result<Option<Vec<u8>>> {
-        parse_fence(self.page_id(), &self.s.get(slot)?)
+        let page = self.s.page();
+        Ok(self
+            .fence_key_range(slot)?
+            .map(|r| page.to_vec(r.start, r.len())))
+    }
+
+    /// Where the key of fence `slot` (0 low, 1 high) lies on the page: `None` for an
+    /// infinite fence. Read in place, so that a caller that compares a fence or needs only
+    /// its key copies nothing else (an insert at a leaf's end reads its high fence).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a fence slot or record that is malformed.
+    fn fence_key_range(&self, slot: usize) -> Result<Option<Range<usize>>> {
+        let r = self.s.record_range(slot)?;
+        if r.is_empty() {
+            return Err(self.corrupt("empty B-tree fence record"));
+        }
+        match (r.len(), self.s.page().u8_at(r.start)) {
+            (1, FENCE_INFINITE) => Ok(None),
+            (_, FENCE_KEY) => Ok(Some(r.start + 1..r.end)),
+            _ => Err(self.corrupt("bad B-tree fence record")),
+        }
     }
 
     /// The low fence (`None` = minus infinity), inclusive.
@@ -882,20 +903,9 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     pub(crate) fn covers(&self, key: &[u8]) -> Result<bool> {
         // Fence `slot` against `key`: None for an infinite fence, else the fence's order.
         let fence_cmp = |slot: usize| -> Result<Option<Ordering>> {
-            let r = self.s.record_range(slot)?;
-            if r.is_empty() {
-                return Err(self.corrupt("empty B-tree fence record"));
-            }
-            match (r.len(), self.s.page().u8_at(r.start)) {
-                (1, FENCE_INFINITE) => Ok(None),
-                (n, FENCE_KEY) if n >= 1 => Ok(Some(self.cmp_from(
-                    &(r.start + 1..r.end),
-                    key,
-                    0,
-                    usize::MAX,
-                ))),
-                _ => Err(self.corrupt("bad B-tree fence record")),
-            }
+            Ok(self
+                .fence_key_range(slot)?
+                .map(|r| self.cmp_from(&r, key, 0, usize::MAX)))
         };
         let low_ok = fence_cmp(0)? != Some(Ordering::Greater);
         Ok(low_ok && matches!(fence_cmp(1)?, None | Some(Ordering::Greater)))
