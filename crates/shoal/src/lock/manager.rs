@@ -302,9 +302,24 @@ impl LockManager {
     }
 }
 
+/// What [`Shared::table_request`] did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TableGrant {
+    /// Granted at once. An instant request granted at once is not recorded in the table.
+    Now,
+    /// Granted after a wait: recorded in the table, an instant request too (its caller
+    /// releases it).
+    AfterWait,
+    /// Not granted: it would have to wait and the caller did not ask to.
+    WouldBlock,
+}
+
 impl Shared {
     /// Asks the lock table for `target` on `name` (the owner holds `held` there, `NONE` for
-    /// a new request), waiting if told to. `Ok(true)`: granted; `Ok(false)`: would block.
+    /// a new request), waiting if told to; `instant` as [`LockTable::request`] says.
+    ///
+    /// # Errors
+    /// Those of the wait: [`Error::Deadlock`], [`Error::LockTimeout`].
     #[allow(clippy::too_many_arguments)]
     #[inline]
     pub(crate) fn table_request(
@@ -317,7 +332,7 @@ impl Shared {
         wait: Wait,
         instant: bool,
         wake: &mut Wakeups,
-    ) -> Result<bool> {
+    ) -> Result<TableGrant> {
         match self.table.request(
             &self.owners,
             owner,
@@ -327,11 +342,11 @@ impl Shared {
             wait == Wait::Yes,
             instant,
         ) {
-            Outcome::Granted => Ok(true),
-            Outcome::WouldBlock => Ok(false),
+            Outcome::Granted => Ok(TableGrant::Now),
+            Outcome::WouldBlock => Ok(TableGrant::WouldBlock),
             Outcome::Enqueued(epoch) => self
                 .wait_for(owner, txn, name, target, epoch, wake)
-                .map(|()| true),
+                .map(|()| TableGrant::AfterWait),
         }
     }
 

@@ -3,7 +3,7 @@
 //! escalation.
 
 use super::fastpath::FastPath;
-use super::manager::{LockDuration, LockStatus, Shared, Wait};
+use super::manager::{LockDuration, LockStatus, Shared, TableGrant, Wait};
 use super::mode::{LockMode, NONE};
 use super::name::{LockName, NameHasher, NameKind};
 use super::table::Wakeups;
@@ -544,7 +544,14 @@ impl LockOwner {
             &mut self.wake,
         );
         match got {
-            Ok(true) if instant => {
+            Ok(TableGrant::Now) if instant => {
+                // Granted at once: not recorded in the table, nothing to take out.
+                if strong {
+                    sh.fast.end_strong(name.hash64());
+                }
+                Ok(LockStatus::Granted)
+            }
+            Ok(TableGrant::AfterWait) if instant => {
                 // Granted after waiting is recorded in the table: take it out again.
                 sh.table.release(&sh.owners, self.id, name, &mut self.wake);
                 self.wake.wake(&sh.owners);
@@ -553,7 +560,7 @@ impl LockOwner {
                 }
                 Ok(LockStatus::Granted)
             }
-            Ok(true) => {
+            Ok(TableGrant::Now | TableGrant::AfterWait) => {
                 let h = Held {
                     mode: r,
                     long: NONE,
@@ -635,7 +642,7 @@ impl LockOwner {
             &mut self.wake,
         );
         match got {
-            Ok(true) if instant => {
+            Ok(TableGrant::Now | TableGrant::AfterWait) if instant => {
                 sh.table
                     .downgrade(&sh.owners, self.id, name, h.mode, &mut self.wake);
                 self.wake.wake(&sh.owners);
@@ -644,7 +651,7 @@ impl LockOwner {
                 }
                 Ok(LockStatus::Granted)
             }
-            Ok(true) => {
+            Ok(TableGrant::Now | TableGrant::AfterWait) => {
                 h.mode = t;
                 h.strong |= new_strong;
                 self.record(name, h, r, duration, false);
