@@ -506,15 +506,27 @@ fn an_inherited_lock_serves_only_the_mode_it_was_inherited_in() {
 }
 
 #[test]
-fn parking_does_not_keep_a_big_map() {
+fn a_big_map_is_kept_while_transactions_fill_it_and_not_after() {
     let m = mgl(5_000);
-    let mut a = owner(&m, 1);
-    a.lock(&table(), IX, Long, Wait::Yes).unwrap();
-    for r in 0..4_000 {
-        a.lock(&row(r), X, Long, Wait::Yes).unwrap();
-    }
-    drop(a);
-    let b = owner(&m, 2);
-    assert_eq!(b.lock_count(), 1);
-    assert!(b.map_capacity() <= 1024, "capacity {}", b.map_capacity());
+    let big = |id| {
+        let mut a = owner(&m, id);
+        let start = a.map_capacity();
+        a.lock(&table(), IX, Long, Wait::Yes).unwrap();
+        for r in 0..4_000 {
+            a.lock(&row(r), X, Long, Wait::Yes).unwrap();
+        }
+        start
+    };
+    assert!(big(1) < 4_000);
+    // A thread of big transactions keeps the capacity they need.
+    let kept = big(2);
+    assert!(kept >= 4_000, "capacity {kept}");
+    // The first short transaction after them lets it go.
+    let mut c = owner(&m, 3);
+    assert_eq!(c.lock_count(), 1);
+    c.lock(&row(1), X, Long, Wait::Yes).unwrap();
+    drop(c);
+    let d = owner(&m, 4);
+    assert_eq!(d.lock_count(), 1);
+    assert!(d.map_capacity() <= 1024, "capacity {}", d.map_capacity());
 }
