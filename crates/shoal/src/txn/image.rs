@@ -41,8 +41,61 @@ pub fn encode(page: &[u8], flags: u32) -> Vec<u8> {
     out
 }
 
-/// The longest run of zero 8-byte words in `page`, as (offset, length) in bytes.
+/// Bytes of the aligned blocks [`longest_zero_run`] tests for zero in one step.
+const ZERO_BLOCK: usize = 64;
+/// Words in a zero run long enough to contain a whole aligned block wherever it starts.
+const RUN_WITH_A_BLOCK: usize = 2 * ZERO_BLOCK / 8 - 1;
+
+/// The longest run of zero 8-byte words in `page`, as (offset, length) in bytes (the first
+/// of the longest, if several).
+///
+/// A page image is logged at every split (the new node) and at every first change after a
+/// checkpoint, and a word-by-word scan of an 8 KiB page was 2 % of the insert workload. So
+/// the scan tests aligned 64-byte blocks (eight words OR-ed together, which the compiler
+/// vectorises) and extends each run of zero blocks word by word at both ends: every zero
+/// run of [`RUN_WITH_A_BLOCK`] words or more contains a whole block, so it is found with
+/// its exact extent. Only when no run that long exists does the word-by-word scan run, to
+/// find the best of the short ones; the answer is always the word scan's.
 fn longest_zero_run(page: &[u8]) -> (usize, usize) {
+    let word = |at: usize| u64::from_ne_bytes(page[at..at + 8].try_into().expect("8 bytes"));
+    let blocks = page.len() / ZERO_BLOCK;
+    let zero_block = |b: usize| {
+        page[b * ZERO_BLOCK..(b + 1) * ZERO_BLOCK]
+            .chunks_exact(8)
+            .fold(0u64, |acc, w| acc | u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+            == 0
+    };
+    let words_end = page.len() / 8 * 8;
+    let (mut best_off, mut best_len) = (0, 0);
+    let mut b = 0;
+    while b < blocks {
+        if !zero_block(b) {
+            b += 1;
+            continue;
+        }
+        let first = b;
+        while b < blocks && zero_block(b) {
+            b += 1;
+        }
+        let (mut start, mut end) = (first * ZERO_BLOCK, b * ZERO_BLOCK);
+        while start >= 8 && word(start - 8) == 0 {
+            start -= 8;
+        }
+        while end + 8 <= words_end && word(end) == 0 {
+            end += 8;
+        }
+        if end - start > best_len {
+            (best_off, best_len) = (start, end - start);
+        }
+    }
+    if best_len >= RUN_WITH_A_BLOCK * 8 {
+        return (best_off, best_len);
+    }
+    longest_zero_run_by_words(page)
+}
+
+/// [`longest_zero_run`] word by word.
+fn longest_zero_run_by_words(page: &[u8]) -> (usize, usize) {
     let (mut best_off, mut best_len, mut run_off, mut run_len) = (0, 0, 0, 0);
     for (i, w) in page.chunks_exact(8).enumerate() {
         if u64::from_ne_bytes(w.try_into().expect("8 bytes")) == 0 {
@@ -133,5 +186,53 @@ impl<'a> ImageView<'a> {
             };
         }
         header::page_lsn(&head[..])
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pages made of runs: each (zero?, words) appends that many zero or non-zero words.
+    fn page_of(runs: &[(bool, usize)], tail: usize) -> Vec<u8> {
+        let mut p = Vec::new();
+        for &(zero, words) in runs {
+            for i in 0..words {
+                let w: u64 = if zero { 0 } else { 0x0100 + i as u64 };
+                p.extend_from_slice(&w.to_ne_bytes());
+            }
+        }
+        p.extend(std::iter::repeat(7u8).take(tail));
+        p
+    }
+
+    #[test]
+    fn block_scan_agrees_with_the_word_scan_on_pages_of_every_shape() {
+        let cases: &[(&[(bool, usize)], usize)] = &[
+            (&[], 0),
+            (&[(true, 1024)], 0),
+            (&[(false, 1024)], 0),
+            (&[(false, 3), (true, 14), (false, 1), (true, 8), (false, 998)], 0),
+            (&[(false, 7), (true, 30), (false, 1), (true, 24), (false, 5)], 3),
+            (&[(true, 9), (false, 1), (true, 9), (false, 100)], 0),
+            (&[(false, 1), (true, 1022), (false, 1)], 0),
+            (&[(false, 5), (true, 16), (false, 2), (true, 16), (false, 3)], 0),
+        ];
+        for (runs, tail) in cases {
+            let p = page_of(runs, *tail);
+            assert_eq!(longest_zero_run(&p), longest_zero_run_by_words(&p), "{runs:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn block_scan_agrees_with_the_word_scan(
+            runs in proptest::collection::vec((any::<bool>(), 0usize..80), 0..40),
+            tail in 0usize..8,
+        ) {
+            let p = page_of(&runs, tail);
+            prop_assert_eq!(longest_zero_run(&p), longest_zero_run_by_words(&p));
+        }
     }
 }
