@@ -62,7 +62,9 @@ fn longest_zero_run(page: &[u8]) -> (usize, usize) {
     let zero_block = |b: usize| {
         page[b * ZERO_BLOCK..(b + 1) * ZERO_BLOCK]
             .chunks_exact(8)
-            .fold(0u64, |acc, w| acc | u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+            .fold(0u64, |acc, w| {
+                acc | u64::from_ne_bytes(w.try_into().expect("8 bytes"))
+            })
             == 0
     };
     let words_end = page.len() / 8 * 8;
@@ -213,15 +215,28 @@ mod tests {
             (&[], 0),
             (&[(true, 1024)], 0),
             (&[(false, 1024)], 0),
-            (&[(false, 3), (true, 14), (false, 1), (true, 8), (false, 998)], 0),
-            (&[(false, 7), (true, 30), (false, 1), (true, 24), (false, 5)], 3),
+            (
+                &[(false, 3), (true, 14), (false, 1), (true, 8), (false, 998)],
+                0,
+            ),
+            (
+                &[(false, 7), (true, 30), (false, 1), (true, 24), (false, 5)],
+                3,
+            ),
             (&[(true, 9), (false, 1), (true, 9), (false, 100)], 0),
             (&[(false, 1), (true, 1022), (false, 1)], 0),
-            (&[(false, 5), (true, 16), (false, 2), (true, 16), (false, 3)], 0),
+            (
+                &[(false, 5), (true, 16), (false, 2), (true, 16), (false, 3)],
+                0,
+            ),
         ];
         for (runs, tail) in cases {
             let p = page_of(runs, *tail);
-            assert_eq!(longest_zero_run(&p), longest_zero_run_by_words(&p), "{runs:?}");
+            assert_eq!(
+                longest_zero_run(&p),
+                longest_zero_run_by_words(&p),
+                "{runs:?}"
+            );
         }
     }
 

@@ -292,7 +292,10 @@ fn instant_locks_are_not_kept() {
     );
     // Granted at once beside b's S: nothing of a's is left in b's head (and nothing was
     // released to make it so).
-    assert_eq!((a.lock_count(), m.table_heads(), b.held(&row(1))), (0, 1, Some(S)));
+    assert_eq!(
+        (a.lock_count(), m.table_heads(), b.held(&row(1))),
+        (0, 1, Some(S))
+    );
     // An instant conversion is undone: a keeps IS.
     a.lock(&row(1), IS, Long, Wait::Yes).unwrap();
     assert_eq!(
