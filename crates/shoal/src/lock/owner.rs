@@ -759,7 +759,7 @@ impl LockOwner {
     }
 
     /// Entries the owner's local map has room for (tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn map_capacity(&self) -> usize {
         self.map.capacity()
     }
