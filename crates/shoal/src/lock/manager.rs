@@ -232,11 +232,26 @@ impl LockManager {
     /// # Errors
     /// [`Error::InvalidArgument`] naming `max_owners` if that many owners are alive.
     pub fn owner(&self, txn: TxnId) -> Result<LockOwner> {
+        let mut slot = None;
+        self.owner_in(txn, &mut slot)?;
+        Ok(slot.expect("owner_in fills the slot when it succeeds"))
+    }
+
+    /// [`LockManager::owner`], made in `slot` (which must be empty) rather than returned: a
+    /// transaction keeps its owner in an `Option`, and building the owner there saves two
+    /// moves of its 150 bytes per transaction.
+    ///
+    /// # Errors
+    /// As [`LockManager::owner`].
+    pub(crate) fn owner_in<'s>(
+        &self,
+        txn: TxnId,
+        slot: &'s mut Option<LockOwner>,
+    ) -> Result<&'s mut LockOwner> {
+        debug_assert!(slot.is_none(), "owner_in into a slot in use");
         let sh = &self.shared;
-        if sh.options.inheritance {
-            if let Some(o) = LockOwner::resume(&self.shared, txn) {
-                return Ok(o);
-            }
+        if sh.options.inheritance && LockOwner::resume_into(&self.shared, txn, slot) {
+            return Ok(slot.as_mut().expect("resume_into filled the slot"));
         }
         let hint = SLOT_HINT.with(|h| {
             let (m, s) = h.get();
@@ -254,7 +269,7 @@ impl LockManager {
         };
         SLOT_HINT.with(|h| h.set((sh.id, id)));
         sh.owners.set_txn(id, txn);
-        Ok(LockOwner::new(&self.shared, id, txn))
+        Ok(slot.insert(LockOwner::new(&self.shared, id, txn)))
     }
 
     /// The protocol.

@@ -257,14 +257,20 @@ impl LockOwner {
         }
     }
 
-    /// The owner this thread parked for `shared`, resumed for `txn` with the locks it kept
-    /// (rule F5). `None` if there is none, or if its locks were revoked meanwhile; what it
-    /// had allocated is then left for [`LockOwner::new`] to reuse.
-    pub(crate) fn resume(shared: &Arc<Shared>, txn: TxnId) -> Option<LockOwner> {
-        let p = PARKED.try_with(|c| c.0.take()).ok().flatten()?;
+    /// Puts in `slot` the owner this thread parked for `shared`, resumed for `txn` with the
+    /// locks it kept (rule F5). False if there is none, or if its locks were revoked
+    /// meanwhile; what it had allocated is then left for [`LockOwner::new`] to reuse.
+    pub(crate) fn resume_into(
+        shared: &Arc<Shared>,
+        txn: TxnId,
+        slot: &mut Option<LockOwner>,
+    ) -> bool {
+        let Some(p) = PARKED.try_with(|c| c.0.take()).ok().flatten() else {
+            return false;
+        };
         if !Arc::ptr_eq(&p.sh, shared) {
             p.sh.fast.unpark(p.id, p.state);
-            return None;
+            return false;
         }
         if !shared.fast.resume(p.id, p.state) {
             // Revoked: the slot and its entries are gone; keep the allocations.
@@ -273,7 +279,7 @@ impl LockOwner {
             // (`p.tables` is freed: `new` starts with an unallocated list.)
             let _ = SPARE_MAP.try_with(|s| s.set(Some(map)));
             let _ = SPARE_SHARED.try_with(|s| s.set(Some(p.sh)));
-            return None;
+            return false;
         }
         shared.owners.set_txn(p.id, txn);
         let mut map = p.map;
@@ -282,7 +288,7 @@ impl LockOwner {
         }
         // No row cover from inherited locks until taken up (`record` sets it then): a
         // strong request may drop them before (F5(d)).
-        Some(LockOwner {
+        *slot = Some(LockOwner {
             sh: ManuallyDrop::new(p.sh),
             id: p.id,
             txn,
@@ -290,7 +296,8 @@ impl LockOwner {
             rows: 0,
             tables: p.tables,
             wake: Wakeups::default(),
-        })
+        });
+        true
     }
 
     /// Ends the transaction under lock inheritance (rule F5): releases every lock but the

@@ -629,7 +629,7 @@ impl<'m> Transaction<'m> {
         }
         let owner = match &mut self.locks {
             Some(o) => o,
-            None => self.locks.insert(self.mgr.locks.owner(self.id)?),
+            None => self.mgr.locks.owner_in(self.id, &mut self.locks)?,
         };
         owner.lock(name, mode, duration, wait)
     }
@@ -768,7 +768,9 @@ impl<'m> Transaction<'m> {
             // change whose commit released its locks early but is not durable yet (rule 9);
             // it returns only once everything appended before its end is durable. A reader
             // that locked nothing read only below Commit_LSN, which is durable already.
-            let locked = self.locks.take().is_some();
+            // Dropped in place (`take` would first move the ~150-byte owner out).
+            let locked = self.locks.is_some();
+            self.locks = None;
             if let Some(t) = self.admitted.take() {
                 t.release(true); // rule 10: not while waiting for the log
             }
