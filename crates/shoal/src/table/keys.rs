@@ -32,6 +32,13 @@ pub fn key_type(ty: ColumnType) -> KeyType {
 /// [`Error::TypeMismatch`], [`Error::ValueTooLong`] as [`TableDef::check_row`] returns them.
 pub fn key_value(def: &TableDef, column: usize, value: &Value) -> Result<KeyValue> {
     let c = column_at(def, column)?;
+    // The common integer keys, which `check` passes unchanged: without its `Result` of a
+    // cell, a point read's key costs a few nanoseconds less (select1).
+    match (c.ty, value) {
+        (ColumnType::Int4, Value::Int4(i)) => return Ok(KeyValue::I32(*i)),
+        (ColumnType::Int8, Value::Int8(i)) => return Ok(KeyValue::I64(*i)),
+        _ => {}
+    }
     Ok(check(def.name(), c, value)?.to_key(c.ty))
 }
 
