@@ -552,13 +552,11 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         if low.len() < 1 + p {
             return Err(self.corrupt(format!("prefix of {p} bytes is longer than the low fence")));
         }
-        let k = &key[n..key.len().min(p)];
-        let mut rest = vec![0u8; k.len()];
-        self.s.page().read_into(low.start + 1 + n, &mut rest);
-        Ok(match k.cmp(&rest[..]) {
-            Ordering::Equal if n + k.len() < p => Ordering::Less,
-            o => o,
-        })
+        // The prefix is the low fence's first `p` key bytes, compared in place from byte
+        // `n` on (the head matched); `cmp_from` orders the fence against the key, so the
+        // order is reversed. A key that ends inside the prefix, matching, sorts before it.
+        let prefix = low.start + 1..low.start + 1 + p;
+        Ok(self.cmp_from(&prefix, key, n, p).reverse())
     }
 
     /// Compares `key`'s bytes `[prefix_len, hint_offset)` with those every entry shares
@@ -1322,6 +1320,43 @@ mod tests {
         let mut page = vec![0u8; 8192];
         image.write_to(page.as_mut_slice(), PageId(7)).unwrap();
         page
+    }
+
+    /// `search` places any key, inside the fences or not, as the sorted entries do, also in
+    /// a node whose prefix is longer than the 8 bytes of its prefix head (the rest of the
+    /// prefix is compared in place in the low fence).
+    #[test]
+    fn search_places_keys_outside_a_long_prefix_in_sorted_order() {
+        let p = b"customer/district-07/".to_vec();
+        let with = |tail: &[u8]| [p.as_slice(), tail].concat();
+        let keys: Vec<Vec<u8>> = (0..50u32)
+            .map(|i| with(format!("{i:04}").as_bytes()))
+            .collect();
+        let page = leaf(&keys, Some(with(b"0000")), Some(with(b"9999")));
+        let n = Node::open(page.as_slice()).unwrap();
+        let probes: [&[u8]; 12] = [
+            b"",
+            b"a",
+            b"customer/d",
+            b"customer/district-0",
+            b"customer/district-06/9999",
+            b"customer/district-07",
+            b"customer/district-07/",
+            b"customer/district-07/0010",
+            b"customer/district-07/00105",
+            b"customer/district-07/9",
+            b"customer/district-08/0000",
+            b"zzz",
+        ];
+        for probe in probes {
+            let want = keys.binary_search_by(|k| k.as_slice().cmp(probe));
+            assert_eq!(
+                n.search(probe).unwrap(),
+                want,
+                "{}",
+                String::from_utf8_lossy(probe)
+            );
+        }
     }
 
     /// A patch lands inside an inline value only: a range that starts in the key or its
