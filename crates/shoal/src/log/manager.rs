@@ -183,7 +183,9 @@ pub struct LogManager {
     sig: Arc<Signals>,
     anchor: Mutex<Anchor>,
     appends: StripedCounter,
-    bytes: StripedCounter,
+    /// The end of the log at open: the bytes appended since are the reserved end less this
+    /// (one reservation per record, so no counter is needed).
+    opened_end: u64,
     flushes: AtomicU64,
     syncs: AtomicU64,
     bytes_written: AtomicU64,
@@ -267,7 +269,7 @@ impl LogManager {
             sig: Arc::default(),
             anchor: Mutex::new(anchor),
             appends: StripedCounter::default(),
-            bytes: StripedCounter::default(),
+            opened_end: end.0,
             flushes: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
@@ -362,7 +364,6 @@ impl LogManager {
             self.wake_flusher(); // the buffer is filling, or a committer waits on us
         }
         self.appends.incr();
-        self.bytes.add(len);
         Ok(Lsn(r.start))
     }
 
@@ -607,7 +608,7 @@ impl LogManager {
     pub fn stats(&self) -> LogStats {
         LogStats {
             appends: self.appends.get(),
-            bytes_appended: self.bytes.get(),
+            bytes_appended: self.buffer.reserved_end() - self.opened_end,
             flushes: self.flushes.load(Relaxed),
             syncs: self.syncs.load(Relaxed),
             bytes_written: self.bytes_written.load(Relaxed),
