@@ -564,17 +564,13 @@ impl LockOwner {
             &mut self.wake,
         );
         match got {
-            Ok(TableGrant::Now) if instant => {
-                // Granted at once: not recorded in the table, nothing to take out.
-                if strong {
-                    sh.fast.end_strong(name.hash64());
+            Ok(grant @ (TableGrant::Now | TableGrant::AfterWait)) if instant => {
+                // Granted after a wait, it is recorded in the table: take it out again.
+                // Granted at once, it was never recorded.
+                if grant == TableGrant::AfterWait {
+                    sh.table.release(&sh.owners, self.id, name, &mut self.wake);
+                    self.wake.wake(&sh.owners);
                 }
-                Ok(LockStatus::Granted)
-            }
-            Ok(TableGrant::AfterWait) if instant => {
-                // Granted after waiting is recorded in the table: take it out again.
-                sh.table.release(&sh.owners, self.id, name, &mut self.wake);
-                self.wake.wake(&sh.owners);
                 if strong {
                     sh.fast.end_strong(name.hash64());
                 }

@@ -76,6 +76,7 @@ fn longest_zero_run(page: &[u8]) -> (usize, usize) {
             continue;
         }
         let first = b;
+        b += 1; // block `first` was just tested
         while b < blocks && zero_block(b) {
             b += 1;
         }
