@@ -109,6 +109,8 @@ fn lock_waiting(
     mode: LockMode,
     duration: LockDuration,
 ) -> Result<()> {
+    // The key's bucket is rarely in cache: its miss overlaps the table lock (a repeat).
+    txn.prefetch_lock(name);
     txn.lock(&space.table(), intent, LockDuration::Long, Wait::Yes)?;
     txn.lock(name, mode, duration, Wait::Yes)?;
     Ok(())

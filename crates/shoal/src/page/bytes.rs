@@ -129,7 +129,7 @@ impl PageRead for [u8] {
     #[inline(always)]
     fn prefetch(&self, offset: usize) {
         if let Some(b) = self.get(offset) {
-            prefetch_ptr(b);
+            crate::sync::prefetch(b);
         }
     }
 }
@@ -298,20 +298,6 @@ fn atomic_write(words: &[AtomicU64], offset: usize, src: &[u8]) {
     }
 }
 
-/// Issues a software prefetch (to all cache levels) of the line holding `*r`.
-#[inline(always)]
-fn prefetch_ptr<T>(r: &T) {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
-    // SAFETY: PREFETCHT0 only hints the cache; it reads no value into the program and cannot
-    // fault, and `r` is a live reference anyway.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(r as *const T as *const i8);
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    let _ = r;
-}
-
 /// `PageRead` for the atomic page types: relaxed loads, one load for a small read within a
 /// word.
 macro_rules! impl_atomic_page_read {
@@ -328,7 +314,7 @@ macro_rules! impl_atomic_page_read {
             #[inline(always)]
             fn prefetch(&self, offset: usize) {
                 if let Some(w) = self.words.get(offset / 8) {
-                    prefetch_ptr(w);
+                    crate::sync::prefetch(w);
                 }
             }
             #[inline(always)]

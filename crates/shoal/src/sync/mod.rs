@@ -104,3 +104,38 @@ mod loom_tests;
 mod stress_tests;
 
 pub use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart, SharedGuard};
+
+/// Issues a software prefetch (to all cache levels) of the cache line holding `*r`: a hint
+/// that the caller will touch it soon, issued far enough ahead to hide a miss. Changes
+/// nothing and never fails; a no-op off x86-64 and under loom.
+#[inline(always)]
+pub(crate) fn prefetch<T>(r: &T) {
+    prefetch_addr((r as *const T).cast());
+}
+
+/// [`prefetch`] of every cache line (64 bytes) that `*r` spans.
+#[inline(always)]
+pub(crate) fn prefetch_all<T>(r: &T) {
+    let start = (r as *const T).cast::<u8>();
+    let first = start as usize & !63;
+    let end = start as usize + std::mem::size_of::<T>();
+    let mut line = first;
+    while line < end {
+        // Inside `*r` or on a line it shares: the address is only a hint either way.
+        prefetch_addr(start.wrapping_add(line.max(start as usize) - start as usize));
+        line += 64;
+    }
+}
+
+#[inline(always)]
+fn prefetch_addr(p: *const u8) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: PREFETCHT0 only hints the cache; it reads no value into the program and cannot
+    // fault, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = p;
+}

@@ -634,6 +634,12 @@ impl<'m> Transaction<'m> {
         owner.lock(name, mode, duration, wait)
     }
 
+    /// Hints that this transaction will soon ask for a lock on `name`
+    /// ([`LockManager::prefetch`]). Changes nothing.
+    pub fn prefetch_lock(&self, name: &LockName) {
+        self.mgr.locks.prefetch(name);
+    }
+
     /// True if the transaction holds a lock on `name` that covers `mode` for `duration`.
     pub fn holds(&self, name: &LockName, mode: LockMode, duration: LockDuration) -> bool {
         self.locks

@@ -318,6 +318,42 @@ fn instant_locks_are_not_kept() {
     assert_eq!(m.table_heads(), 0);
 }
 
+/// Releasing a big lock set (more entries than the release walk starts prefetching at,
+/// with weak fast-path entries among them) frees every row, whether the owner ends by
+/// `release_all` or by being dropped (parked under lock inheritance).
+#[test]
+fn a_big_lock_set_is_released_whole() {
+    let m = mgl(10_000);
+    let rows = 300u64;
+    let take_all = |o: &mut LockOwner| {
+        o.lock(&table(), IX, Long, Wait::Yes).unwrap();
+        for r in 0..rows {
+            let mode = if r % 3 == 0 { S } else { X };
+            assert_eq!(
+                o.lock(&row(r), mode, Long, Wait::No).unwrap(),
+                LockStatus::Granted
+            );
+        }
+    };
+    let mut a = owner(&m, 1);
+    take_all(&mut a);
+    a.release_all();
+    assert_eq!((a.lock_count(), m.table_heads()), (0, 0));
+    let mut b = owner(&m, 2);
+    take_all(&mut b);
+    drop(b);
+    assert_eq!(m.table_heads(), 0);
+    let mut c = owner(&m, 3);
+    for r in 0..rows {
+        assert_eq!(
+            c.lock(&row(r), X, Long, Wait::No).unwrap(),
+            LockStatus::Granted
+        );
+    }
+    c.release_all();
+    drop(a);
+}
+
 #[test]
 fn a_wait_past_the_timeout_fails_naming_the_lock() {
     let m = mgl(50);
