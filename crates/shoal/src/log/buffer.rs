@@ -56,6 +56,11 @@ pub const MIN_RECORD_BYTES: u64 = 56;
 pub const SLOT_BYTES: u64 = 32;
 const _: () = assert!(SLOT_BYTES <= MIN_RECORD_BYTES && SLOT_BYTES.is_power_of_two());
 
+/// How far ahead of its own record, in bytes, an appender prefetches the ring
+/// ([`LogBuffer::prefetch_ahead`]): a few dozen records of a write-heavy transaction, so the
+/// lines arrive well before they are written, and far less than any buffer's capacity.
+const PREFETCH_AHEAD: u64 = 4096;
+
 /// A reserved range of the log address space: `[start, end)`, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reservation {
@@ -218,6 +223,24 @@ impl LogBuffer {
         // `released` passes it (invariant 2).
         self.copy_in(r.start, bytes);
         self.slots[((r.start / SLOT_BYTES) & self.slot_mask) as usize].store(r.end, Release);
+        self.prefetch_ahead(r);
+    }
+
+    /// Prefetches the ring lines [`PREFETCH_AHEAD`] bytes past `r` (as many as `r` spans), so
+    /// that a later record's writer finds them in cache. The ring is far larger than a cache,
+    /// so without it every line an append writes misses, and the append's fence (the log
+    /// manager's invariant 5) waits for those misses: the fence was 3–4 % of the samples of
+    /// an insert or TPC-C Payment profile. Consecutive records cover consecutive ranges, so
+    /// every line is prefetched about once. A hint only: it reads nothing into the program
+    /// and changes nothing, whoever owns those bytes now.
+    #[inline]
+    fn prefetch_ahead(&self, r: Reservation) {
+        let base = self.ring.as_raw_ptr();
+        let mut line = (r.start + PREFETCH_AHEAD) & !63;
+        while line < r.end + PREFETCH_AHEAD {
+            crate::sync::prefetch_addr(base.wrapping_add((line & self.mask) as usize));
+            line += 64;
+        }
     }
 
     /// Flusher only: advances the completed prefix as far as consecutive completed records

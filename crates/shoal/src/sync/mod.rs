@@ -127,8 +127,10 @@ pub(crate) fn prefetch_all<T>(r: &T) {
     }
 }
 
+/// [`prefetch`] of the line holding address `p`, which need not point into anything live:
+/// a prefetch reads nothing into the program and never faults.
 #[inline(always)]
-fn prefetch_addr(p: *const u8) {
+pub(crate) fn prefetch_addr(p: *const u8) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     // SAFETY: PREFETCHT0 only hints the cache; it reads no value into the program and cannot
     // fault, whatever the address.
