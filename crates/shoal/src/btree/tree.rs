@@ -3,9 +3,9 @@
 
 use super::locking::{LockSpace, NextKeyWait};
 use super::node::NODE_SLOT_SIZE;
-use super::node::{self, leaf_entry, Node, NodeImage, StoredValue, VALUE_INLINE};
+use super::node::{self, Node, NodeImage, StoredValue, VALUE_INLINE};
 use super::overflow::OverflowRef;
-use super::wal;
+use super::wal::{self, NewEntry};
 use crate::buffer::{BufferPool, ExclusiveGuard, OptimisticPage};
 use crate::error::{Error, Result};
 use crate::page::{AtomicBytes, PageType};
@@ -400,14 +400,14 @@ impl BTree {
         Ok(())
     }
 
-    /// Checks `key` and `value` and makes the tagged value a leaf entry stores: the value
-    /// inline, or a reference to an overflow chain written now in `txn`.
-    fn tagged_value(
+    /// Checks `key` and `value` and makes the leaf entry that stores them: the value
+    /// inline, or a reference to an overflow chain written now in `txn` (returned too).
+    fn new_entry(
         &self,
         txn: &mut Transaction<'_>,
         key: &[u8],
         value: &[u8],
-    ) -> Result<(Vec<u8>, Option<OverflowRef>)> {
+    ) -> Result<(NewEntry, Option<OverflowRef>)> {
         self.check_key(key)?;
         let max = self.max_value_bytes();
         if value.len() > max {
@@ -418,12 +418,9 @@ impl BTree {
         }
         if value.len() > self.max_inline_value_bytes(key.len()) {
             let r = self.write_overflow(txn, value)?;
-            return Ok((r.encode(), Some(r)));
+            return Ok((NewEntry::new(key, &[&r.encode()]), Some(r)));
         }
-        let mut v = Vec::with_capacity(1 + value.len());
-        v.push(VALUE_INLINE);
-        v.extend_from_slice(value);
-        Ok((v, None))
+        Ok((NewEntry::new(key, &[&[VALUE_INLINE], value]), None))
     }
 
     /// The value a tagged value stands for; `None` if it is an overflow chain that was freed
@@ -703,8 +700,8 @@ impl BTree {
     /// allocation errors.
     pub fn insert(&self, txn: &mut Transaction<'_>, key: &[u8], value: &[u8]) -> Result<()> {
         self.lock_for_write(txn, key)?;
-        let (v, chain) = self.tagged_value(txn, key, value)?;
-        match self.put(txn, key, &v, Put::Insert) {
+        let (entry, chain) = self.new_entry(txn, key, value)?;
+        match self.put(txn, key, entry, Put::Insert) {
             Ok(_) => Ok(()),
             Err(e) => {
                 self.drop_unlinked(txn.manager(), chain)?;
@@ -725,8 +722,8 @@ impl BTree {
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
         self.lock_for_write(txn, key)?;
-        let (v, _) = self.tagged_value(txn, key, value)?;
-        match self.put(txn, key, &v, Put::Upsert)? {
+        let (entry, _) = self.new_entry(txn, key, value)?;
+        match self.put(txn, key, entry, Put::Upsert)? {
             Some(old) => self.retire(txn, old).map(Some),
             None => Ok(None),
         }
@@ -744,8 +741,8 @@ impl BTree {
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
         self.lock_for_write(txn, key)?;
-        let (v, chain) = self.tagged_value(txn, key, value)?;
-        match self.put(txn, key, &v, Put::Update)? {
+        let (entry, chain) = self.new_entry(txn, key, value)?;
+        match self.put(txn, key, entry, Put::Update)? {
             Some(old) => self.retire(txn, old).map(Some),
             None => {
                 self.drop_unlinked(txn.manager(), chain)?;
@@ -855,16 +852,16 @@ impl BTree {
         new.store_over(hint, slot);
     }
 
-    /// Inserts or replaces (per `mode`) the entry of `key` with the tagged value `tagged`;
+    /// Inserts or replaces (per `mode`) the entry of `key` with `new` (whose key is `key`);
     /// returns the old tagged value.
     fn put<L: Logger>(
         &self,
         log: &mut L,
         key: &[u8],
-        tagged: &[u8],
+        new: NewEntry,
         mode: Put,
     ) -> Result<Option<Vec<u8>>> {
-        let entry = leaf_entry(key, tagged);
+        let entry = new.entry();
         // This thread's hint slot, looked up once; the hint is tried on the first pass only,
         // and only if trusted.
         let slot = self.last_leaf.slot();
@@ -939,14 +936,14 @@ impl BTree {
             let root = self.root;
             return match old {
                 None => {
-                    log.log(&mut x, wal::redo_insert(&entry), pos, || {
+                    log.log(&mut x, new.into_redo_insert(), pos, || {
                         wal::undo_insert(root, key)
                     })?;
                     self.note_last_leaf(slot, hint, hit, &x, pos, at_end);
                     Ok(None)
                 }
                 Some(old) => {
-                    let change = wal::EntryChange::new(&old, &entry, key.len());
+                    let change = wal::EntryChange::new(&old, entry, key.len());
                     log.log(&mut x, change.redo(), pos, || change.undo(root))?;
                     Ok(Some(old[node::KEY_LEN_BYTES + key.len()..].to_vec()))
                 }
@@ -1044,7 +1041,8 @@ impl BTree {
     pub(crate) fn undo_remove(&self, ctx: &mut UndoContext<'_>, entry: &[u8]) -> Result<()> {
         let key = node::entry_key(self.root, entry)?;
         let tagged = &entry[node::KEY_LEN_BYTES + key.len()..];
-        self.put(ctx, key, tagged, Put::Insert).map(|_| ())
+        self.put(ctx, key, NewEntry::new(key, &[tagged]), Put::Insert)
+            .map(|_| ())
     }
 
     /// Logical undo of an update logged as a PATCH: puts the `old` bytes back at byte `at`
@@ -1079,7 +1077,7 @@ impl BTree {
     pub(crate) fn undo_replace(&self, ctx: &mut UndoContext<'_>, entry: &[u8]) -> Result<()> {
         let key = node::entry_key(self.root, entry)?;
         let tagged = &entry[node::KEY_LEN_BYTES + key.len()..];
-        match self.put(ctx, key, tagged, Put::Update)? {
+        match self.put(ctx, key, NewEntry::new(key, &[tagged]), Put::Update)? {
             Some(newer) => {
                 let chain = OverflowRef::parse(self.root, &newer)?;
                 self.drop_unlinked(ctx.manager(), chain)

@@ -61,6 +61,43 @@ fn payload(op: u8, parts: &[&[u8]]) -> Vec<u8> {
     v
 }
 
+/// A leaf entry `[key_len u16][key][tagged value]` built where its INSERT redo payload
+/// will be, after the payload's two head bytes: an insert makes one buffer for the entry
+/// and its redo record instead of three (tagged value, entry, payload), and copies the
+/// value once instead of three times.
+pub(crate) struct NewEntry(Vec<u8>);
+
+/// Bytes of a redo payload before its entry (`[RM_BTREE][op]`).
+const PAYLOAD_HEAD: usize = 2;
+
+impl NewEntry {
+    /// The entry of `key` whose tagged value is the concatenation of `tagged`.
+    pub(crate) fn new(key: &[u8], tagged: &[&[u8]]) -> NewEntry {
+        let len = PAYLOAD_HEAD
+            + KEY_LEN_BYTES
+            + key.len()
+            + tagged.iter().map(|p| p.len()).sum::<usize>();
+        let mut v = Vec::with_capacity(len);
+        v.extend_from_slice(&[RM_BTREE, OP_INSERT]);
+        v.extend_from_slice(&(key.len() as u16).to_le_bytes());
+        v.extend_from_slice(key);
+        for p in tagged {
+            v.extend_from_slice(p);
+        }
+        NewEntry(v)
+    }
+
+    /// The entry record.
+    pub(crate) fn entry(&self) -> &[u8] {
+        &self.0[PAYLOAD_HEAD..]
+    }
+
+    /// The INSERT redo payload of the entry (as [`redo_insert`] of [`NewEntry::entry`]).
+    pub(crate) fn into_redo_insert(self) -> Vec<u8> {
+        self.0
+    }
+}
+
 pub(crate) fn redo_insert(entry: &[u8]) -> Vec<u8> {
     payload(OP_INSERT, &[entry])
 }

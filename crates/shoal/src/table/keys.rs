@@ -143,13 +143,19 @@ impl TableDef {
     /// # Errors
     /// As [`TableDef::check_row`] and `encode_row`.
     pub(super) fn insert_encoding(&self, row: &Row) -> Result<InsertEncoding> {
-        let mut slots: Vec<Option<&Value>> = vec![None; self.columns().len()];
-        self.assign(row, &mut slots)?;
-        let cells = check_all(
-            self.name(),
-            self.columns(),
-            slots.iter().map(|v| v.unwrap_or(&Value::Null)),
-        )?;
+        let cells = match self.in_column_order(row) {
+            // The common case (a positional row, or one read from this table): no mapping.
+            Some(values) => check_all(self.name(), self.columns(), values)?,
+            None => {
+                let mut slots: Vec<Option<&Value>> = vec![None; self.columns().len()];
+                self.assign(row, &mut slots)?;
+                check_all(
+                    self.name(),
+                    self.columns(),
+                    slots.iter().map(|v| v.unwrap_or(&Value::Null)),
+                )?
+            }
+        };
         let key_of = |columns: &[usize]| {
             let mut out = Vec::with_capacity(FIXED_FIELD_BYTES * columns.len());
             for &c in columns {

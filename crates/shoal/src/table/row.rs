@@ -63,7 +63,8 @@ pub struct Row {
 
 #[derive(Clone, Debug)]
 enum Names {
-    /// Built by hand: a name per value, `None` for a positional one.
+    /// Built by hand: a name per value, `None` for a positional one; values past the end
+    /// of the list are positional too (a positional row allocates no list).
     Own(Vec<Option<String>>),
     /// Read from a table: one value per column, named by the definition.
     Table(Arc<TableDef>),
@@ -95,8 +96,10 @@ impl Row {
 
     /// A row of positional values: the `i`-th value is for the `i`-th column.
     pub fn from_values(values: Vec<Value>) -> Row {
-        let names = Names::Own(vec![None; values.len()]);
-        Row { values, names }
+        Row {
+            values,
+            names: Names::Own(Vec::new()),
+        }
     }
 
     /// A row of table `def`: `values` are its columns' values in order (normally already
@@ -142,6 +145,7 @@ impl Row {
             return self;
         }
         let mut names = self.take_names();
+        names.resize(self.values.len(), None);
         names.push(Some(name));
         self.values.push(value);
         self.names = Names::Own(names);
@@ -407,6 +411,17 @@ impl TableDef {
             }
         }
         Ok((next, changed))
+    }
+
+    /// The values of `row` if they are this table's columns' values in column order, one
+    /// per column: a row read from this table, or a positional row of as many values as
+    /// there are columns. Then [`TableDef::assign`] would map value `i` to column `i`.
+    pub(super) fn in_column_order<'r>(&self, row: &'r Row) -> Option<&'r [Value]> {
+        let ordered = match &row.names {
+            Names::Table(def) => std::ptr::eq(&**def, self),
+            Names::Own(names) => names.iter().all(Option::is_none),
+        };
+        (ordered && row.values.len() == self.columns().len()).then_some(&row.values[..])
     }
 
     /// Puts each value of `row` into the slot of its column.
