@@ -149,6 +149,7 @@
 //! unreachable), like the new pages of an interrupted split.
 
 mod cursor;
+mod diff;
 pub mod key;
 mod locking;
 mod merge;

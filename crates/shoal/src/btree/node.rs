@@ -127,7 +127,7 @@ fn hint_offset_for(prefix_len: usize, shared: Option<usize>) -> usize {
 
 /// Length in bytes of the common prefix of `a` and `b`.
 fn common_len(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    super::diff::common_prefix_len(a, b)
 }
 
 /// Length of the common prefix of two fences; 0 if either is infinite.

@@ -159,13 +159,8 @@ impl<'a> EntryChange<'a> {
         let mut patch = None;
         if old.len() == new.len() && inline(old) && inline(new) {
             let (o, n) = (&old[tag + 1..], &new[tag + 1..]);
-            let first = o.iter().zip(n).position(|(a, b)| a != b).unwrap_or(o.len());
-            let last = o.len()
-                - o.iter()
-                    .rev()
-                    .zip(n.iter().rev())
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(o.len());
+            let first = super::diff::common_prefix_len(o, n);
+            let last = o.len() - super::diff::common_suffix_len(o, n);
             let (at, end) = (tag + 1 + first, tag + 1 + last.max(first));
             let patch_bytes = KEY_LEN_BYTES + key_len + 2 + (end - at);
             if at <= u16::MAX as usize && patch_bytes < new.len() {
