@@ -40,6 +40,7 @@
 //! [`Error::Corruption`], never a panic — an optimistic reader validates its latch before it
 //! believes such an error (sync rule O2).
 
+use super::diff::common_prefix_len;
 use crate::error::{Error, Result};
 use crate::page::slotted::{self, Slotted, SlottedMut, HINTED_SLOT_SIZE, SPECIAL_OFFSET};
 use crate::page::{PageRead, PageType, PageWrite};
@@ -125,15 +126,10 @@ fn hint_offset_for(prefix_len: usize, shared: Option<usize>) -> usize {
     }
 }
 
-/// Length in bytes of the common prefix of `a` and `b`.
-fn common_len(a: &[u8], b: &[u8]) -> usize {
-    super::diff::common_prefix_len(a, b)
-}
-
 /// Length of the common prefix of two fences; 0 if either is infinite.
 pub(crate) fn common_prefix(low: &Option<Vec<u8>>, high: &Option<Vec<u8>>) -> usize {
     match (low, high) {
-        (Some(l), Some(h)) => common_len(l, h),
+        (Some(l), Some(h)) => common_prefix_len(l, h),
         _ => 0,
     }
 }
@@ -969,7 +965,10 @@ impl NodeImage {
         let prefix_len = common_prefix(&self.low, &self.high);
         let (len, head) = prefix_fields(self.low.as_deref().unwrap_or(&[]), prefix_len);
         let shared = match self.entries.as_slice() {
-            [first, .., last] => Some(common_len(entry_key(pid, first)?, entry_key(pid, last)?)),
+            [first, .., last] => Some(common_prefix_len(
+                entry_key(pid, first)?,
+                entry_key(pid, last)?,
+            )),
             _ => None,
         };
         let hint_offset = hint_offset_for(prefix_len, shared);
@@ -1302,7 +1301,7 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
 #[cfg(test)]
 mod tests {
     use super::{
-        common_len, hint_lower_bound, inline_leaf_entry, lower_bound, Node, NodeImage, NodeMut,
+        hint_lower_bound, inline_leaf_entry, lower_bound, Node, NodeImage, NodeMut,
         INTERPOLATION_MIN_ENTRIES, INTERPOLATION_WINDOW,
     };
     use crate::types::PageId;
@@ -1466,7 +1465,9 @@ mod tests {
             prop_assert_eq!(n.search_near(&probe, Some(exact)).unwrap(), want);
             for (i, k) in keys.iter().enumerate() {
                 prop_assert_eq!(n.search_near(k, Some(near)).unwrap(), n.search(k).unwrap());
-                prop_assert_eq!(n.common_with(i, &probe).unwrap(), common_len(k, &probe));
+                // Counted byte by byte: an independent reference.
+                let bytewise = k.iter().zip(&probe).take_while(|(x, y)| x == y).count();
+                prop_assert_eq!(n.common_with(i, &probe).unwrap(), bytewise);
             }
             // Insert (or replace) the probe with the wrong hint and with none: same page. (A
             // key outside the fences never comes to this node.)

@@ -240,9 +240,9 @@ impl LockManager {
     /// Hints that a lock on `name` will be asked for soon: prefetches its lock-table
     /// bucket, so that the request, made after other work, finds the bucket's latch in
     /// cache. Changes nothing.
-    pub fn prefetch(&self, name: &LockName) {
+    pub(crate) fn prefetch(&self, name: &LockName) {
         let t = &self.shared.table;
-        t.prefetch_bucket(t.bucket_index(name));
+        t.prefetch_bucket(t.bucket_of(name));
     }
 
     /// [`LockManager::owner`], made in `slot` (which must be empty) rather than returned: a

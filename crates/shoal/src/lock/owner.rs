@@ -65,7 +65,7 @@ impl Ahead {
                     if h.fast {
                         usize::MAX
                     } else {
-                        sh.table.bucket_index(n)
+                        sh.table.bucket_of(n)
                     }
                 })
                 .collect()

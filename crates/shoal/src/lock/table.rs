@@ -87,18 +87,13 @@ impl LockTable {
         }
     }
 
+    /// The bucket of `name`, as a number (for [`LockTable::prefetch_bucket`]).
     #[inline]
-    fn bucket_of(&self, name: &LockName) -> usize {
+    pub(crate) fn bucket_of(&self, name: &LockName) -> usize {
         name.place() as usize & self.mask
     }
 
-    /// The bucket of `name`, as a number for [`LockTable::prefetch_bucket`].
-    #[inline]
-    pub(crate) fn bucket_index(&self, name: &LockName) -> usize {
-        self.bucket_of(name)
-    }
-
-    /// Prefetches bucket `b` (a [`LockTable::bucket_index`]): its latch, count and first
+    /// Prefetches bucket `b` (a [`LockTable::bucket_of`]): its latch, count and first
     /// head, which a request or release touches first. Issued well before the request — a
     /// row lock's name is known before other work, a release walks many names — it hides
     /// the miss on a bucket that is rarely in cache (buckets are spread over the whole

@@ -117,13 +117,10 @@ pub(crate) fn prefetch<T>(r: &T) {
 #[inline(always)]
 pub(crate) fn prefetch_all<T>(r: &T) {
     let start = (r as *const T).cast::<u8>();
-    let first = start as usize & !63;
-    let end = start as usize + std::mem::size_of::<T>();
-    let mut line = first;
-    while line < end {
-        // Inside `*r` or on a line it shares: the address is only a hint either way.
-        prefetch_addr(start.wrapping_add(line.max(start as usize) - start as usize));
-        line += 64;
+    let size = std::mem::size_of::<T>();
+    // One address per 64 bytes, and the last byte: every line `*r` touches, aligned or not.
+    for at in (0..size).step_by(64).chain(size.checked_sub(1)) {
+        prefetch_addr(start.wrapping_add(at));
     }
 }
 

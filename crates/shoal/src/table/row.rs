@@ -415,7 +415,8 @@ impl TableDef {
 
     /// The values of `row` if they are this table's columns' values in column order, one
     /// per column: a row read from this table, or a positional row of as many values as
-    /// there are columns. Then [`TableDef::assign`] would map value `i` to column `i`.
+    /// there are columns: then value `i` is column `i`'s, and [`TableDef::assign`] needs no
+    /// name lookups.
     pub(super) fn in_column_order<'r>(&self, row: &'r Row) -> Option<&'r [Value]> {
         let ordered = match &row.names {
             Names::Table(def) => std::ptr::eq(&**def, self),
@@ -426,13 +427,11 @@ impl TableDef {
 
     /// Puts each value of `row` into the slot of its column.
     pub(super) fn assign<'r>(&self, row: &'r Row, slots: &mut [Option<&'r Value>]) -> Result<()> {
-        if let Names::Table(def) = &row.names {
-            if std::ptr::eq(&**def, self) {
-                for (slot, v) in slots.iter_mut().zip(&row.values) {
-                    *slot = Some(v);
-                }
-                return Ok(());
+        if let Some(values) = self.in_column_order(row) {
+            for (slot, v) in slots.iter_mut().zip(values) {
+                *slot = Some(v);
             }
+            return Ok(());
         }
         let mut next_positional = 0;
         for (i, v) in row.values.iter().enumerate() {

@@ -636,7 +636,7 @@ impl<'m> Transaction<'m> {
 
     /// Hints that this transaction will soon ask for a lock on `name`
     /// ([`LockManager::prefetch`]). Changes nothing.
-    pub fn prefetch_lock(&self, name: &LockName) {
+    pub(crate) fn prefetch_lock(&self, name: &LockName) {
         self.mgr.locks.prefetch(name);
     }
 
