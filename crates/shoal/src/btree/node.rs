@@ -162,7 +162,8 @@ pub(crate) fn leaf_entry(key: &[u8], value: &[u8]) -> Vec<u8> {
 }
 
 /// A leaf entry record holding `value` inline: `[key_len u16][key][VALUE_INLINE][value]`,
-/// built in one allocation.
+/// built in one allocation (tests; the engine builds entries inside their log payloads).
+#[cfg(test)]
 pub(crate) fn inline_leaf_entry(key: &[u8], value: &[u8]) -> Vec<u8> {
     let mut e = Vec::with_capacity(KEY_LEN_BYTES + key.len() + 1 + value.len());
     e.extend_from_slice(&(key.len() as u16).to_le_bytes());

@@ -14,9 +14,9 @@
 //! If the upgrade fails, or the value is not stored inline (old or new), the write takes the
 //! ordinary path ([`BTree::update`]: a descent to the X-latched leaf).
 
-use super::node::{inline_leaf_entry, Node, StoredValue};
+use super::node::{Node, StoredValue, KEY_LEN_BYTES};
 use super::tree::{LeafRead, Logger};
-use super::wal;
+use super::wal::{self, Tagged};
 use super::BTree;
 use crate::buffer::OptimisticPage;
 use crate::error::Result;
@@ -88,7 +88,7 @@ impl BTree {
         if let Some((leaf, root, i)) = read.at {
             if root == self.root()
                 && value.len() <= self.max_inline_value_bytes(key.len())
-                && self.replace_on(txn, leaf, i, key, value)?
+                && self.replace_on(txn, leaf, i, key, &read.value, value)?
             {
                 return Ok(());
             }
@@ -96,34 +96,41 @@ impl BTree {
         self.update(txn, key, value).map(|_| ())
     }
 
-    /// Replaces the inline value of entry `i` of `leaf`, if the leaf is still at the version
-    /// read, entry `i` is `key`'s and the new entry fits; false (nothing changed) otherwise.
+    /// Replaces the inline value `old` of entry `i` of `leaf` (as read at the version kept)
+    /// by `value`, if the leaf is still at that version, entry `i` is `key`'s and the new
+    /// entry fits; false (nothing changed) otherwise. The leaf unchanged, entry `i` holds
+    /// `old` as read, so the change is logged from the two values: neither entry is built
+    /// or copied.
     fn replace_on(
         &self,
         txn: &mut Transaction<'_>,
         leaf: OptimisticPage<'_>,
         i: usize,
         key: &[u8],
+        old: &[u8],
         value: &[u8],
     ) -> Result<bool> {
         let Ok(mut x) = leaf.upgrade() else {
             return Ok(false);
         };
-        let entry = inline_leaf_entry(key, value);
-        let old = {
+        let framing = KEY_LEN_BYTES + key.len() + 1;
+        {
             let n = Node::open(x.bytes())?;
             // The leaf is as read, so entry `i` is the key read; another key means the read
             // was of another key (the caller's mistake), for the ordinary path.
             if i >= n.entry_count() || !n.key_is(i, key)? {
                 return Ok(false);
             }
-            if entry.len() > n.free_bytes() + n.entry_len(i)? {
+            let old_len = n.entry_len(i)?;
+            if old_len != framing + old.len() {
+                return Ok(false); // not the value read: let the ordinary path decide
+            }
+            if framing + value.len() > n.free_bytes() + old_len {
                 return Ok(false); // the leaf must split: the ordinary path does that
             }
-            n.entry(i)?
-        };
+        }
         let root = self.root();
-        let change = wal::EntryChange::new(&old, &entry, key.len());
+        let change = wal::EntryChange::of(key, Tagged::inline(old), Tagged::inline(value));
         txn.log(&mut x, change.redo(), i, || change.undo(root))?;
         Ok(true)
     }
@@ -155,7 +162,9 @@ mod tests {
         let r = t.read_for_update(&mut tx, &key(7)).unwrap().unwrap();
         assert_eq!(r.value(), &value(7, 20)[..]);
         let (leaf, _, i) = r.at.expect("an inline value keeps its leaf");
-        assert!(t.replace_on(&mut tx, leaf, i, &key(7), b"seven").unwrap());
+        assert!(t
+            .replace_on(&mut tx, leaf, i, &key(7), &value(7, 20), b"seven")
+            .unwrap());
         assert_eq!(t.get(&key(7)).unwrap().as_deref(), Some(&b"seven"[..]));
         tx.abort().unwrap();
         assert_eq!(t.get(&key(7)).unwrap(), Some(value(7, 20)));
@@ -180,7 +189,7 @@ mod tests {
         let ReadForUpdate { value: v, at } = r;
         assert_eq!(v, value(8, 20));
         let (leaf, _, i) = at.unwrap();
-        assert!(!t.replace_on(&mut tx, leaf, i, &key(8), b"x").unwrap());
+        assert!(!t.replace_on(&mut tx, leaf, i, &key(8), &v, b"x").unwrap());
         // Through write_read it lands all the same.
         let r = t.read_for_update(&mut tx, &key(8)).unwrap().unwrap();
         let mut other = e.begin();

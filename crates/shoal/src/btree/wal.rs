@@ -101,9 +101,6 @@ impl NewEntry {
 pub(crate) fn redo_insert(entry: &[u8]) -> Vec<u8> {
     payload(OP_INSERT, &[entry])
 }
-pub(crate) fn redo_replace(entry: &[u8]) -> Vec<u8> {
-    payload(OP_REPLACE, &[entry])
-}
 pub(crate) fn redo_remove(key: &[u8]) -> Vec<u8> {
     payload(OP_REMOVE, &[key])
 }
@@ -131,74 +128,134 @@ pub(crate) fn undo_insert(root: PageId, key: &[u8]) -> Vec<u8> {
 pub(crate) fn undo_remove(root: PageId, entry: &[u8]) -> Vec<u8> {
     payload(UNDO_REMOVE, &[&root.0.to_le_bytes(), entry])
 }
-pub(crate) fn undo_replace(root: PageId, old_entry: &[u8]) -> Vec<u8> {
-    payload(UNDO_REPLACE, &[&root.0.to_le_bytes(), old_entry])
-}
 pub(crate) fn undo_split(right: PageId) -> Vec<u8> {
     payload(UNDO_SPLIT, &[&right.0.to_le_bytes()])
 }
 
 /// How a change of a leaf entry to another with the same key is logged: as a PATCH of the
-/// differing bytes (module doc) or as a REPLACE of the whole entry.
+/// differing bytes (module doc) or as a REPLACE of the whole entry. Built from the key and
+/// the two tagged values, so a caller that holds the values (an update that read the old
+/// one) builds neither entry: a REPLACE's payload is assembled from the parts.
 pub(crate) struct EntryChange<'a> {
-    old: &'a [u8],
-    new: &'a [u8],
-    key_len: usize,
+    key: &'a [u8],
+    old: Tagged<'a>,
+    new: Tagged<'a>,
     /// The bytes of the entry that differ (first to last), if logged as a PATCH.
     patch: Option<std::ops::Range<usize>>,
 }
 
-impl<'a> EntryChange<'a> {
-    /// The change of entry `old` to `new` (both `[key_len u16][key][tag][…]`, same key):
-    /// a PATCH when both have one length, their value tags are the inline tag (an
-    /// overflow reference changes through REPLACE, whose undo frees the newer chain), the
-    /// differing bytes start at offsets a `u16` holds, and the PATCH is the shorter record.
-    pub(crate) fn new(old: &'a [u8], new: &'a [u8], key_len: usize) -> EntryChange<'a> {
+/// A leaf value as stored after its key: its tag byte and the bytes after it.
+#[derive(Clone, Copy)]
+pub(crate) struct Tagged<'a> {
+    tag: u8,
+    body: &'a [u8],
+}
+
+impl<'a> Tagged<'a> {
+    /// An inline value (`[VALUE_INLINE][value]`).
+    pub(crate) fn inline(value: &'a [u8]) -> Tagged<'a> {
+        Tagged {
+            tag: VALUE_INLINE,
+            body: value,
+        }
+    }
+
+    /// The tagged value of an entry `[key_len u16][key][tag][…]` whose key is `key_len`
+    /// bytes long.
+    ///
+    /// # Panics
+    /// If the entry is shorter than its key and tag (the callers built or checked it).
+    fn of_entry(entry: &'a [u8], key_len: usize) -> Tagged<'a> {
         let tag = KEY_LEN_BYTES + key_len;
-        let inline = |e: &[u8]| e.get(tag) == Some(&VALUE_INLINE);
+        Tagged {
+            tag: entry[tag],
+            body: &entry[tag + 1..],
+        }
+    }
+}
+
+impl<'a> EntryChange<'a> {
+    /// The change of entry `old` to `new` (both `[key_len u16][key][tag][…]`, same key),
+    /// as [`EntryChange::of`].
+    pub(crate) fn new(old: &'a [u8], new: &'a [u8], key_len: usize) -> EntryChange<'a> {
+        let key = &new[KEY_LEN_BYTES..KEY_LEN_BYTES + key_len];
+        EntryChange::of(
+            key,
+            Tagged::of_entry(old, key_len),
+            Tagged::of_entry(new, key_len),
+        )
+    }
+
+    /// The change of `key`'s tagged value from `old` to `new`: a PATCH when both have one
+    /// length, their value tags are the inline tag (an overflow reference changes through
+    /// REPLACE, whose undo frees the newer chain), the differing bytes start at offsets a
+    /// `u16` holds, and the PATCH is the shorter record. PATCH offsets count from the
+    /// entry's first byte.
+    pub(crate) fn of(key: &'a [u8], old: Tagged<'a>, new: Tagged<'a>) -> EntryChange<'a> {
+        let body_at = KEY_LEN_BYTES + key.len() + 1;
         let mut patch = None;
-        if old.len() == new.len() && inline(old) && inline(new) {
-            let (o, n) = (&old[tag + 1..], &new[tag + 1..]);
+        if old.body.len() == new.body.len() && old.tag == VALUE_INLINE && new.tag == VALUE_INLINE {
+            let (o, n) = (old.body, new.body);
             let first = super::diff::common_prefix_len(o, n);
             let last = o.len() - super::diff::common_suffix_len(o, n);
-            let (at, end) = (tag + 1 + first, tag + 1 + last.max(first));
-            let patch_bytes = KEY_LEN_BYTES + key_len + 2 + (end - at);
-            if at <= u16::MAX as usize && patch_bytes < new.len() {
+            let (at, end) = (body_at + first, body_at + last.max(first));
+            let patch_bytes = KEY_LEN_BYTES + key.len() + 2 + (end - at);
+            if at <= u16::MAX as usize && patch_bytes < body_at + n.len() {
                 patch = Some(at..end);
             }
         }
         EntryChange {
+            key,
             old,
             new,
-            key_len,
             patch,
         }
     }
 
-    /// The redo payload: PATCH or REPLACE.
+    /// The bytes of `value`'s body that the patch range (entry offsets) covers.
+    fn patched<'v>(&self, value: Tagged<'v>, r: &std::ops::Range<usize>) -> &'v [u8] {
+        let body_at = KEY_LEN_BYTES + self.key.len() + 1;
+        &value.body[r.start - body_at..r.end - body_at]
+    }
+
+    /// The redo payload: PATCH or REPLACE (`[key_len u16][key][tag][…]`, the new entry).
     pub(crate) fn redo(&self) -> Vec<u8> {
         match &self.patch {
-            Some(r) => patch(OP_PATCH, None, self.key(), r.start, &self.new[r.clone()]),
-            None => redo_replace(self.new),
+            Some(r) => patch(OP_PATCH, None, self.key, r.start, self.patched(self.new, r)),
+            None => payload(
+                OP_REPLACE,
+                &[
+                    &(self.key.len() as u16).to_le_bytes(),
+                    self.key,
+                    &[self.new.tag],
+                    self.new.body,
+                ],
+            ),
         }
     }
 
-    /// The undo payload for the tree rooted at `root`: UNDO_PATCH or UNDO_REPLACE.
+    /// The undo payload for the tree rooted at `root`: UNDO_PATCH or UNDO_REPLACE (with the
+    /// old entry).
     pub(crate) fn undo(&self, root: PageId) -> Vec<u8> {
         match &self.patch {
             Some(r) => patch(
                 UNDO_PATCH,
                 Some(root),
-                self.key(),
+                self.key,
                 r.start,
-                &self.old[r.clone()],
+                self.patched(self.old, r),
             ),
-            None => undo_replace(root, self.old),
+            None => payload(
+                UNDO_REPLACE,
+                &[
+                    &root.0.to_le_bytes(),
+                    &(self.key.len() as u16).to_le_bytes(),
+                    self.key,
+                    &[self.old.tag],
+                    self.old.body,
+                ],
+            ),
         }
-    }
-
-    fn key(&self) -> &[u8] {
-        &self.new[KEY_LEN_BYTES..KEY_LEN_BYTES + self.key_len]
     }
 }
 
