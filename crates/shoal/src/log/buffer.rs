@@ -211,33 +211,17 @@ impl LogBuffer {
     }
 
     /// Copies `bytes` (exactly `r.end - r.start` of them) into the ring and publishes the
-    /// record as complete (invariant 3): [`LogBuffer::write_parts`] of one part (tests).
+    /// record as complete (invariant 3).
     ///
     /// # Panics
     /// If the length does not match or the ring has no room for `r` yet.
-    #[cfg(test)]
     pub fn write(&self, r: Reservation, bytes: &[u8]) {
-        self.write_parts(r, &[bytes]);
-    }
-
-    /// Copies `parts`, one after the other (exactly `r.end - r.start` bytes in all), into
-    /// the ring and publishes the record as complete (invariant 3): a record written from
-    /// its header and payloads where they lie, without assembling it first.
-    ///
-    /// # Panics
-    /// If the lengths do not add up or the ring has no room for `r` yet.
-    pub fn write_parts(&self, r: Reservation, parts: &[&[u8]]) {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        assert_eq!(total as u64, r.end - r.start);
+        assert_eq!(bytes.len() as u64, r.end - r.start);
         assert!(self.has_room(r), "log buffer write without room");
         // The range [r.start, r.end) belongs to this reservation alone (invariant 1) and its
         // ring bytes are not read by the flusher until the slot store below, nor reused before
         // `released` passes it (invariant 2).
-        let mut at = r.start;
-        for p in parts {
-            self.copy_in(at, p);
-            at += p.len() as u64;
-        }
+        self.copy_in(r.start, bytes);
         self.slots[((r.start / SLOT_BYTES) & self.slot_mask) as usize].store(r.end, Release);
         self.prefetch_ahead(r);
     }
@@ -483,22 +467,17 @@ mod tests {
         let wrap_start = 4 * cap as u64 - 4096;
         let b = LogBuffer::with_head(cap, wrap_start, &[]).unwrap();
         let r = b.reserve(8192);
-        // Written in parts, one of them across the wrap.
-        let (x, y, z) = (vec![1u8; 4000], vec![2u8; 200], vec![3u8; 8192 - 4200]);
-        b.write_parts(r, &[&x, &y, &z]);
+        b.write(r, &[1u8; 8192]);
         b.advance_completed();
-        let mut whole = Vec::new();
         let mut slices = 0;
         b.with_bytes(r.start, r.end, |_, s| {
             assert_eq!(s.as_ptr() as usize % IO_ALIGN, 0);
             assert_eq!(s.len(), 4096);
-            whole.extend_from_slice(s);
             slices += 1;
             Ok(())
         })
         .unwrap();
         assert_eq!(slices, 2);
-        assert_eq!(whole, [x, y, z].concat());
     }
 
     /// `copy_record` gives a complete, unreleased record's bytes (also across the wrap), and

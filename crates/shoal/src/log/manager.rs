@@ -125,6 +125,7 @@ use crate::stats::StripedCounter;
 use crate::types::Lsn;
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
+use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
@@ -209,6 +210,10 @@ enum Work {
     Run,
     Sleep,
     Exit,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 impl LogManager {
@@ -343,16 +348,16 @@ impl LogManager {
         self.check_append(record)?;
         let len = record.encoded_len() as u64;
         let r = self.buffer.reserve(len);
-        // The header (with the CRC over all the parts) is built on the stack and the
-        // payloads are copied from where they lie: no encoded copy of the record.
-        let (header, pad) = record.encode_header(Lsn(r.start));
-        if !self.buffer.has_room(r) {
-            self.wait_for_room(r)?;
-        }
-        self.buffer.write_parts(
-            r,
-            &[&header, &record.redo, &record.undo, LogRecord::padding(pad)],
-        );
+        SCRATCH.with(|s| -> Result<()> {
+            let mut s = s.borrow_mut();
+            s.resize(len as usize, 0);
+            record.encode_into(Lsn(r.start), &mut s);
+            if !self.buffer.has_room(r) {
+                self.wait_for_room(r)?;
+            }
+            self.buffer.write(r, &s);
+            Ok(())
+        })?;
         fence(SeqCst); // invariant 5: slot store before the `requested` load
         let quarter = self.buffer.capacity() / 4;
         if r.start / quarter != r.end / quarter || self.requested.load(Relaxed) > r.start {

@@ -54,8 +54,6 @@ use crate::types::{Lsn, PageId, TxnId};
 pub const RECORD_HEADER_BYTES: usize = 56;
 /// Every record's length and LSN are multiples of this many bytes (record rule 1).
 pub const RECORD_ALIGN: usize = 8;
-/// Zero bytes a record's padding is made of (fewer than [`RECORD_ALIGN`]).
-const PADDING: [u8; RECORD_ALIGN] = [0; RECORD_ALIGN];
 /// Largest encoded record in bytes (4 MiB), header and padding included (record rule 5).
 pub const MAX_RECORD_BYTES: usize = 4 << 20;
 
@@ -273,63 +271,32 @@ impl LogRecord {
             len,
             "encode_into: buffer must be encoded_len bytes"
         );
-        if let Err(e) = self.validate() {
-            panic!("encode_into: {e}");
-        }
-        let (header, pad) = self.encode_header(lsn);
-        let redo_end = RECORD_HEADER_BYTES + self.redo.len();
-        let undo_end = redo_end + self.undo.len();
-        debug_assert_eq!(undo_end + pad, len);
-        buf[..RECORD_HEADER_BYTES].copy_from_slice(&header);
-        buf[RECORD_HEADER_BYTES..redo_end].copy_from_slice(&self.redo);
-        buf[redo_end..undo_end].copy_from_slice(&self.undo);
-        buf[undo_end..].fill(0);
-    }
-
-    /// The record's header as stored at `lsn`, CRC included, and the number of zero bytes
-    /// (fewer than [`RECORD_ALIGN`]) that follow its undo payload: the record is the header,
-    /// the redo payload, the undo payload and that padding, in that order. The CRC is
-    /// computed over those parts where they lie, so the log manager copies them straight
-    /// into its buffer, with no encoded copy in between.
-    ///
-    /// The record must be valid ([`validate`](Self::validate); checked in debug builds
-    /// only: the log manager checks it before it reserves space).
-    ///
-    /// # Panics
-    /// If `lsn` is not a multiple of [`RECORD_ALIGN`].
-    pub(crate) fn encode_header(&self, lsn: Lsn) -> ([u8; RECORD_HEADER_BYTES], usize) {
         assert_eq!(
             lsn.0 % RECORD_ALIGN as u64,
             0,
             "record LSN {lsn} not aligned"
         );
-        debug_assert!(
-            self.validate().is_ok(),
-            "encode_header of an invalid record"
-        );
-        let len = self.encoded_len();
-        let pad = len - RECORD_HEADER_BYTES - self.redo.len() - self.undo.len();
-        let mut h = [0u8; RECORD_HEADER_BYTES];
-        put_u32(&mut h, OFF_LEN, len as u32);
-        put_u64(&mut h, OFF_LSN, lsn.0);
-        h[OFF_KIND] = self.kind as u8;
-        h[OFF_FLAGS] = pad as u8;
-        put_u32(&mut h, OFF_REDO_LEN, self.redo.len() as u32);
-        put_u64(&mut h, OFF_TXN, self.txn_id.0);
-        put_u64(&mut h, OFF_PREV_LSN, self.prev_lsn.0);
-        put_u64(&mut h, OFF_PAGE_ID, self.page_id.0);
-        put_u64(&mut h, OFF_UNDO_NEXT, self.undo_next_lsn.0);
-        let mut crc = crc32c::crc32c(&h[OFF_LSN..]);
-        crc = crc32c::crc32c_append(crc, &self.redo);
-        crc = crc32c::crc32c_append(crc, &self.undo);
-        crc = crc32c::crc32c_append(crc, &PADDING[..pad]);
-        put_u32(&mut h, OFF_CRC, crc);
-        (h, pad)
-    }
-
-    /// The zero bytes that pad a record of `pad` padding bytes ([`LogRecord::encode_header`]).
-    pub(crate) fn padding(pad: usize) -> &'static [u8] {
-        &PADDING[..pad]
+        if let Err(e) = self.validate() {
+            panic!("encode_into: {e}");
+        }
+        let redo_end = RECORD_HEADER_BYTES + self.redo.len();
+        let undo_end = redo_end + self.undo.len();
+        let pad = len - undo_end;
+        put_u32(buf, OFF_LEN, len as u32);
+        put_u64(buf, OFF_LSN, lsn.0);
+        buf[OFF_KIND] = self.kind as u8;
+        buf[OFF_FLAGS] = pad as u8;
+        buf[OFF_RESERVED..OFF_RESERVED + 2].fill(0);
+        put_u32(buf, OFF_REDO_LEN, self.redo.len() as u32);
+        put_u64(buf, OFF_TXN, self.txn_id.0);
+        put_u64(buf, OFF_PREV_LSN, self.prev_lsn.0);
+        put_u64(buf, OFF_PAGE_ID, self.page_id.0);
+        put_u64(buf, OFF_UNDO_NEXT, self.undo_next_lsn.0);
+        buf[RECORD_HEADER_BYTES..redo_end].copy_from_slice(&self.redo);
+        buf[redo_end..undo_end].copy_from_slice(&self.undo);
+        buf[undo_end..].fill(0);
+        let crc = crc32c::crc32c(&buf[OFF_LSN..]);
+        put_u32(buf, OFF_CRC, crc);
     }
 
     /// Encodes into a new vector (tests and tools; the log buffer uses `encode_into`).

@@ -293,22 +293,4 @@ proptest! {
         let cut = cut.index(bytes.len());
         prop_assert_eq!(LogRecord::decode(&bytes[..cut], lsn), Decoded::Incomplete);
     }
-
-    /// The log manager writes a record as its header, payloads and padding where they lie
-    /// (`encode_header`): together they are the record `encode` makes, CRC included.
-    #[test]
-    fn header_payloads_and_padding_are_the_encoded_record(
-        rec in arb_record(),
-        lsn in 0u64..1_000_000,
-    ) {
-        let lsn = Lsn(lsn * 8);
-        let (header, pad) = rec.encode_header(lsn);
-        prop_assert!(pad < RECORD_ALIGN);
-        let mut parts = header.to_vec();
-        parts.extend_from_slice(&rec.redo);
-        parts.extend_from_slice(&rec.undo);
-        parts.extend_from_slice(LogRecord::padding(pad));
-        prop_assert_eq!(&parts, &rec.encode(lsn));
-        prop_assert_eq!(LogRecord::decode(&parts, lsn), Decoded::Record(rec.clone(), parts.len()));
-    }
 }
