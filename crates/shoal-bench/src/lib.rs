@@ -38,6 +38,7 @@ pub mod measurement;
 pub mod micro;
 pub mod output;
 pub mod parse;
+pub mod probe;
 pub mod report;
 pub mod runner;
 pub mod sys;

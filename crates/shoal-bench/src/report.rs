@@ -9,6 +9,7 @@
 
 use crate::chart::{ChartFile, ChartKind};
 use crate::measurement::Measurement;
+use serde_json::Value;
 use std::fmt::Write as _;
 
 /// Formats a rate or count with three significant digits and a k/M/G suffix (`12.3M`).
@@ -228,6 +229,40 @@ pub fn text_table(ms: &[Measurement]) -> String {
     out
 }
 
+/// The machine probe's readings ([`crate::probe`]) as a report paragraph, or `None` if
+/// `v` is not the probe's JSON.
+fn latency_line(v: &Value) -> Option<String> {
+    let alone = v.get("alone")?.as_object()?;
+    // Keys are "<n>MiB"; a JSON object has no order of its own, so sort by size.
+    let mut sizes: Vec<(u64, f64)> = alone
+        .iter()
+        .filter_map(|(size, ns)| Some((size.strip_suffix("MiB")?.parse().ok()?, ns.as_f64()?)))
+        .collect();
+    sizes.sort_by_key(|&(mib, _)| mib);
+    let cells: Vec<String> = sizes
+        .iter()
+        .map(|(mib, ns)| format!("{mib} MiB {ns:.0} ns"))
+        .collect();
+    let mut line = format!(
+        "Memory latency (a random pointer chase, one load at a time) by working set: {}",
+        cells.join(", ")
+    );
+    if let Some(t) = v.get("together") {
+        let _ = write!(
+            line,
+            "; {} MiB on {} threads at once: {:.0} ns",
+            t.get("bytes")?.as_u64()? >> 20,
+            t.get("threads")?,
+            t.get("ns")?.as_f64()?
+        );
+    }
+    line.push_str(
+        ". Where the latency jumps, the usable cache ends; a two-thread latency far above \
+         the one-thread one means the cores share that cache.\n\n",
+    );
+    Some(line)
+}
+
 /// The `report.md` of a run: the command, the table, the scaling ratios per variant, the
 /// `charts` (one section per bench and variant, SVG images linked by file name, so the
 /// report must sit in the charts' directory; nothing when `charts` is empty), the engine
@@ -240,6 +275,13 @@ pub fn markdown(ms: &[Measurement], command_line: &str, charts: &[ChartFile]) ->
     let _ = writeln!(md, "Command: `{command_line}`\n");
     if let Some(cpus) = ms.first().and_then(|m| m.config.get("host_cpus")) {
         let _ = writeln!(md, "Host CPUs available to the process: {cpus}\n");
+    }
+    if let Some(line) = ms
+        .first()
+        .and_then(|m| m.config.get("memory_latency_ns"))
+        .and_then(latency_line)
+    {
+        md.push_str(&line);
     }
     if ms.is_empty() {
         md.push_str("No points were measured.\n");
@@ -551,6 +593,27 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("- `pool_size_bytes`: `67108864`"), "{md}");
+    }
+
+    #[test]
+    fn the_machine_probe_is_one_paragraph_in_size_order() {
+        let mut ms = points();
+        let probe = serde_json::json!({
+            "alone": {"16MiB": 231.7, "1MiB": 20.04, "4MiB": 42.0, "64MiB": 250.0},
+            "together": {"bytes": 4 << 20, "threads": 2, "ns": 150.4}
+        });
+        ms[0].config.insert("memory_latency_ns".into(), probe);
+        let md = markdown(&ms, "shoal bench buffer", &[]);
+        assert!(
+            md.contains(
+                "by working set: 1 MiB 20 ns, 4 MiB 42 ns, 16 MiB 232 ns, 64 MiB 250 ns; \
+                 4 MiB on 2 threads at once: 150 ns."
+            ),
+            "{md}"
+        );
+        // Without the probe (an older results file), no paragraph.
+        assert!(!markdown(&points(), "shoal bench buffer", &[]).contains("Memory latency"));
+        assert_eq!(latency_line(&serde_json::json!({"x": 1})), None);
     }
 
     #[test]

@@ -274,6 +274,10 @@ impl RecoveryBench {
         m.insert("loser_updates".into(), LOSER_UPDATES.into());
         m.insert("seed".into(), c.seed.into());
         m.insert("host_cpus".into(), sys::available_cpus().into());
+        m.insert(
+            "memory_latency_ns".into(),
+            crate::probe::memory_latency().to_json(),
+        );
         m
     }
 

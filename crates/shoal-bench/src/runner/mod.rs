@@ -191,6 +191,9 @@ pub fn run_micro<B: MicroBench>(
             .collect::<Result<_>>()?
     };
 
+    // The machine probe runs once per process, before any engine is set up (so that no
+    // engine thread disturbs it).
+    let latency = crate::probe::memory_latency().to_json();
     let total = chosen.len() * run.threads.len();
     let mut out = Vec::with_capacity(total);
     for (vi, variant) in chosen.iter().enumerate() {
@@ -203,6 +206,7 @@ pub fn run_micro<B: MicroBench>(
 
         let mut config = run.to_json();
         config.insert("host_cpus".into(), Value::from(sys::available_cpus()));
+        config.insert("memory_latency_ns".into(), latency.clone());
         config.insert(
             "max_rss_scope".into(),
             Value::from(if rss_reset { "variant" } else { "process" }),
