@@ -943,6 +943,12 @@ impl BTree {
                     Ok(None)
                 }
                 Some(old) => {
+                    if old.len() <= node::KEY_LEN_BYTES + key.len() {
+                        return Err(Error::corruption(
+                            x.page_id(),
+                            format!("entry {pos} of the leaf has no value tag"),
+                        ));
+                    }
                     let change = wal::EntryChange::new(&old, entry, key.len());
                     log.log(&mut x, change.redo(), pos, || change.undo(root))?;
                     Ok(Some(old[node::KEY_LEN_BYTES + key.len()..].to_vec()))

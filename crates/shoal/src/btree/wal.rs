@@ -177,6 +177,10 @@ impl<'a> Tagged<'a> {
 impl<'a> EntryChange<'a> {
     /// The change of entry `old` to `new` (both `[key_len u16][key][tag][…]`, same key),
     /// as [`EntryChange::of`].
+    ///
+    /// # Panics
+    /// If either entry is shorter than its key and tag: the caller builds `new` and checks
+    /// an `old` read from a page first (a shorter one is corruption).
     pub(crate) fn new(old: &'a [u8], new: &'a [u8], key_len: usize) -> EntryChange<'a> {
         let key = &new[KEY_LEN_BYTES..KEY_LEN_BYTES + key_len];
         EntryChange::of(
