@@ -16,7 +16,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value};
-use std::sync::OnceLock;
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Instant;
 
 /// Working sets of the one-thread chase, in bytes.
@@ -74,9 +74,16 @@ fn measure() -> MemoryLatency {
         .collect();
     let threads = crate::sys::available_cpus().min(2);
     let together = (threads > 1).then(|| {
+        // Every thread builds its cycle first, so that the timed chases overlap.
+        let start = Arc::new(Barrier::new(threads));
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                std::thread::spawn(move || chase_ns(&cycle(TOGETHER_BYTES, 1000 + t as u64), LOADS))
+                let start = Arc::clone(&start);
+                std::thread::spawn(move || {
+                    let next = cycle(TOGETHER_BYTES, 1000 + t as u64);
+                    start.wait();
+                    chase_ns(&next, LOADS)
+                })
             })
             .collect();
         // A thread that panicked (it cannot: no fallible step) counts as no reading.

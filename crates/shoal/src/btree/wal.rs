@@ -494,6 +494,19 @@ mod tests {
         let all: Vec<u8> = old_v.iter().map(|b| !b).collect();
         let (p, redo, undo) = change(&all);
         assert_eq!((p, redo[1], undo[1]), (None, OP_REPLACE, UNDO_REPLACE));
+        // A REPLACE assembled from its parts carries the whole new and old entries.
+        assert_eq!(&redo[2..], &entry(&all)[..]);
+        assert_eq!(&undo[2..10], &9u64.to_le_bytes());
+        assert_eq!(&undo[10..], &entry(&old_v)[..]);
+        // Built from the two values, a change logs what it logs built from the two entries.
+        for new_v in [v.clone(), all.clone(), old_v[..99].to_vec()] {
+            let (o, n) = (entry(&old_v), entry(&new_v));
+            let of_entries = EntryChange::new(&o, &n, key.len());
+            let of_values = EntryChange::of(key, Tagged::inline(&old_v), Tagged::inline(&new_v));
+            assert_eq!(of_values.patch, of_entries.patch);
+            assert_eq!(of_values.redo(), of_entries.redo());
+            assert_eq!(of_values.undo(PageId(9)), of_entries.undo(PageId(9)));
+        }
         assert_eq!(change(&old_v[..99]).0, None);
         // An overflow reference's tag: REPLACE (its undo frees the newer chain).
         let mut tagged = entry(&old_v);
