@@ -1,7 +1,7 @@
 //! Concurrency stress of the B-tree (issue 4): writer threads insert, update and delete their
 //! own keys (interleaved with everyone's, so they share leaves and splits) in transactions
 //! that commit or roll back, and check every read of their own keys against their own model;
-//! reader threads look up keys that never change; scanner threads scan random ranges both
+//! reader threads look up keys that never change, one at a time and in batches; scanner threads scan random ranges both
 //! ways while splits happen, and check that keys come strictly in order and that every
 //! never-changing key in range comes exactly once. At the end the tree equals the union of
 //! the models and `verify` passes, also after a restart. A small pool makes pages come and
@@ -168,8 +168,12 @@ fn writer(e: &Engine, tree: &BTree, t: u64, stop: &AtomicBool) -> BTreeMap<u64, 
     committed
 }
 
+/// Looks up keys that never change, one at a time and in batches (`get_many`, whose
+/// interleaved descents race with the writers' splits and merges and the pool's evictions);
+/// a batch also asks for keys past the key space, which never exist.
 fn reader(tree: &BTree, r: u64, stop: &AtomicBool) {
     let mut rng = StdRng::seed_from_u64(100 + r);
+    let mut batches = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let k = rng.random_range(0..KEY_SPACE / STRIDE) * STRIDE + STABLE;
         assert_eq!(
@@ -177,7 +181,23 @@ fn reader(tree: &BTree, r: u64, stop: &AtomicBool) {
             Some(value(k, 0)),
             "stable key {k}"
         );
+        let ks: Vec<u64> = (0..rng.random_range(1..=40))
+            .map(|_| match rng.random_range(0..8) {
+                0 => KEY_SPACE + rng.random_range(0..KEY_SPACE),
+                _ => rng.random_range(0..KEY_SPACE / STRIDE) * STRIDE + STABLE,
+            })
+            .collect();
+        let keys: Vec<[u8; 8]> = ks.iter().map(|&k| key(k)).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let got = tree.get_many(&refs).unwrap();
+        assert_eq!(got.len(), ks.len());
+        for (&k, v) in ks.iter().zip(got) {
+            let want = (k < KEY_SPACE).then(|| value(k, 0));
+            assert_eq!(v, want, "key {k} in a batch");
+        }
+        batches += 1;
     }
+    assert!(batches > 0, "reader {r} finished no batch");
 }
 
 fn scanner(tree: &BTree, sc: u64, stop: &AtomicBool, scans: &AtomicU64) {

@@ -535,6 +535,40 @@ fn updates_through_row_views() {
     assert!(db.verify().unwrap().is_ok());
 }
 
+/// `get_many_with`: rows read together, answered in the order asked (absent and repeated
+/// keys included); a key of the wrong shape fails before any row is read; an error from
+/// the closure is returned.
+#[test]
+fn reads_many_rows_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = loaded(dir.path(), 20);
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let keys: Vec<[Value; 1]> = [7i64, 70, 3, 7, 19, -1]
+        .iter()
+        .map(|&k| [Value::Int8(k)])
+        .collect();
+    let refs: Vec<&[Value]> = keys.iter().map(|k| &k[..]).collect();
+    let got = t.get_many_with(&mut tx, &refs, |v| v.value(3)).unwrap();
+    let want: Vec<Option<Value>> = refs
+        .iter()
+        .map(|k| t.get_with(&mut tx, k, |v| v.value(3)).unwrap())
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(got[0], Some(Value::Int8(1_007)));
+    assert_eq!(got[1], None);
+    let e = t
+        .get_many_with(&mut tx, &[&[Value::Int8(1)], &[]], |v| v.value(3))
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    let e = t
+        .get_many_with(&mut tx, &refs, |_| -> shoal::Result<()> {
+            Err(Error::invalid("test", "from the closure"))
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("from the closure"), "{e}");
+    tx.commit().unwrap();
+}
+
 /// `get_with` and `scan_first_with`: rows read in place as `RowView`s, one column at a time.
 #[test]
 fn reads_with_row_views() {

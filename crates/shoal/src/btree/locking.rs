@@ -198,6 +198,57 @@ impl BTree {
         }
     }
 
+    /// [`BTree::get_in`] of every key of `keys`, in the order given, with their cache misses
+    /// overlapped ([`BTree::get_many`], btree rule 15). At READ COMMITTED the batch reads
+    /// every key without a lock, as `get_in` does (Commit_LSN): a key whose leaf's page LSN
+    /// is not below the bound taken before the batch, or that the transaction already holds
+    /// a read lock on, is then read again on its own by `get_in`'s path. At the other levels
+    /// each key is read by that path, in order (its lock must come before its read).
+    ///
+    /// # Errors
+    /// As [`BTree::get_in`], for the first key that fails; [`crate::Error::InvalidArgument`]
+    /// for a key over the limit before anything is read or locked.
+    pub fn get_many_in(
+        &self,
+        txn: &mut Transaction<'_>,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        for key in keys {
+            self.check_key(key)?;
+        }
+        let Some(s) = &self.locking else {
+            return self.get_many(keys);
+        };
+        if txn.isolation() != IsolationLevel::ReadCommitted {
+            return keys.iter().map(|k| self.read_locked(txn, s, k)).collect();
+        }
+        // As in `read_locked`: the table's IS keeps a DROP TABLE out, and the bound is
+        // taken before the reads.
+        txn.lock(&s.table(), mgl::IS, LockDuration::Long, Wait::Yes)?;
+        let bound = txn.manager().commit_lsn_cached();
+        let mut out = Vec::with_capacity(keys.len());
+        let mut again = Vec::new();
+        self.get_many_with_lsn(keys, |i, v, lsn| {
+            if lsn >= bound {
+                again.push(i);
+            }
+            out.push(v);
+        })?;
+        // A key with a read lock of this transaction's goes through `read_locked` too
+        // (what its fast path checks first).
+        if txn.row_lock_count() > 0 {
+            for (i, key) in keys.iter().enumerate() {
+                if txn.holds(&s.key(key), mgl::S, LockDuration::Short) {
+                    again.push(i);
+                }
+            }
+        }
+        for i in again {
+            out[i] = self.read_locked(txn, s, keys[i])?;
+        }
+        Ok(out)
+    }
+
     /// Reads `key` under the read lock of `txn`'s level: locks (no latch held), reads, and
     /// drops a short lock at once (cursor stability: only this name, in O(1)).
     fn read_locked(

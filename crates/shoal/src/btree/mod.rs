@@ -129,6 +129,15 @@
 //!     of neighbouring keys (TPC-C Delivery's order lines) then descends once per leaf;
 //!     random reads never try the hint, and pay for it two thread-local accesses. Plain
 //!     cells: nothing is shared, so the hint costs no cache line another core writes.
+//! 15. **Batched lookups** (`batch.rs`). [`BTree::get_many`] looks up a batch of keys with
+//!     their descents interleaved: level by level, one cache-missing step (frame, slots,
+//!     records, search) at a time for a whole group of keys, each step prefetching the
+//!     line the next one reads, so that the group's misses overlap (group prefetching,
+//!     Chen et al., ICDE 2004). Each key's descent is rule 2's, interleaved: its parent is
+//!     validated again after its child is fixed, and a validation failure sends that key
+//!     alone through [`BTree::get`]'s path after the group. [`BTree::get_many_in`] adds
+//!     the read locks: at READ COMMITTED the batch reads without locks what Commit_LSN
+//!     shows committed and reads the rest through `get_in`'s lock path.
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's
@@ -148,6 +157,7 @@
 //! transaction cut short by a crash before its leaf entry was logged are leaked (allocated,
 //! unreachable), like the new pages of an interrupted split.
 
+mod batch;
 mod cursor;
 mod diff;
 pub mod key;
@@ -161,6 +171,8 @@ mod tree;
 mod verify;
 mod wal;
 
+#[cfg(all(test, not(loom)))]
+mod batch_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 

@@ -292,10 +292,7 @@ fn hint_lower_bound(count: usize, hint: u32, last: u32, hint_at: impl Fn(usize) 
         };
     }
     // Here first < hint <= last, so last > first.
-    let span = u64::from(last - first);
-    let guess = (u64::from(hint - first) * (count as u64 - 1) / span) as usize;
-    // `min`/`max`, not `clamp`: the compiler left `clamp` an out-of-line call here.
-    let guess = guess.max(1).min(count - 1);
+    let guess = interpolate(count, hint, first, last);
     if below(guess) {
         // The answer is in (guess, count].
         let end = (guess + INTERPOLATION_WINDOW).min(count - 1);
@@ -313,6 +310,17 @@ fn hint_lower_bound(count: usize, hint: u32, last: u32, hint_at: impl Fn(usize) 
             lower_bound(1, start, below)
         }
     }
+}
+
+/// The guess of [`hint_lower_bound`]: where `hint` falls on the line from entry 0's hint
+/// `first` to entry `count - 1`'s hint `last`, as an entry number in `[1, count - 1]`.
+/// Requires `first < hint <= last` and `count >= 2`.
+#[inline(always)]
+fn interpolate(count: usize, hint: u32, first: u32, last: u32) -> usize {
+    let span = u64::from(last - first);
+    let guess = (u64::from(hint - first) * (count as u64 - 1) / span) as usize;
+    // `min`/`max`, not `clamp`: the compiler left `clamp` an out-of-line call here.
+    guess.max(1).min(count - 1)
 }
 
 /// A leaf value as [`Node::stored_value`] reads it.
@@ -810,6 +818,82 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(StoredValue::Tagged(
             self.s.page().to_vec(k.end, r.end - k.end),
         ))
+    }
+
+    /// The second step of a batched lookup ([`BTree::get_many`](super::BTree::get_many)),
+    /// once the node's first two lines are cached: prefetches the slot-array lines that
+    /// [`Node::search`] for `key` reads first — every slot of a node too small to
+    /// interpolate, else the line of the interpolated guess and the line a window before it
+    /// — and entry 0's record where the hints start past the prefix (`cmp_shared`
+    /// reads it). Reads only the first two lines. Advisory: on a page changing under an
+    /// optimistic reader it may prefetch the wrong lines, never out of the page.
+    pub(crate) fn prefetch_search(&self, key: &[u8]) {
+        let count = self.entry_count();
+        if count == 0 {
+            return;
+        }
+        let page = self.s.page();
+        let slot = |i: usize| HINTS_AT + NODE_SLOT_SIZE * i;
+        if self.hint_offset > self.prefix_len {
+            if let Ok(r) = self.s.record_range(FIRST_ENTRY) {
+                page.prefetch(r.start);
+            }
+        }
+        if count < INTERPOLATION_MIN_ENTRIES {
+            for i in (0..count).step_by(INTERPOLATION_WINDOW).chain([count - 1]) {
+                page.prefetch(slot(i));
+            }
+            return;
+        }
+        // In bounds: Node::open checked that the slot array of `count + 2` slots ends inside
+        // the page, and every index below is < count.
+        let hint = hint_of(key, self.hint_offset);
+        let (first, last) = (page.u32_at(slot(0)), self.s.last_hint());
+        let at = match hint {
+            h if h <= first => 0,
+            h if h > last => count - 1,
+            h => interpolate(count, h, first, last),
+        };
+        // The guess's line, and the one a window before it: a guess at or past the answer
+        // (an exact guess included) reads both.
+        page.prefetch(slot(at.saturating_sub(INTERPOLATION_WINDOW)));
+        page.prefetch(slot(at));
+    }
+
+    /// The third step of a batched lookup, once the lines of
+    /// [`Node::prefetch_search`] are cached: finds where `key` falls among the hints and
+    /// prefetches the records that the search then compares and reads — in a leaf the
+    /// entry there (its value: every line of the record, up to 1 KiB), in an inner node
+    /// that entry and the one before it (the child of a key between two separators; first
+    /// and last line of each). Advisory, as
+    /// [`Node::prefetch_search`].
+    pub(crate) fn prefetch_records(&self, key: &[u8]) {
+        /// Lines of one record prefetched at most.
+        const MAX_RECORD_LINES: usize = 16;
+        let count = self.entry_count();
+        if count == 0 {
+            return;
+        }
+        let page = self.s.page();
+        // In bounds: every index passed to `hint_at` is < count (as in `search`).
+        let hint_at = |i: usize| page.u32_at(HINTS_AT + NODE_SLOT_SIZE * i);
+        let hint = hint_of(key, self.hint_offset);
+        let lo = hint_lower_bound(count, hint, self.s.last_hint(), hint_at).min(count - 1);
+        if self.is_leaf() {
+            if let Ok(r) = self.s.record_range(FIRST_ENTRY + lo) {
+                let end = r.end.min(r.start + 64 * MAX_RECORD_LINES);
+                for at in (r.start..end).step_by(64).chain([end.saturating_sub(1)]) {
+                    page.prefetch(at);
+                }
+            }
+            return;
+        }
+        for i in [lo.saturating_sub(1), lo] {
+            if let Ok(r) = self.s.record_range(FIRST_ENTRY + i) {
+                page.prefetch(r.start);
+                page.prefetch(r.end.saturating_sub(1));
+            }
+        }
     }
 
     /// Inner entry `i`'s child.

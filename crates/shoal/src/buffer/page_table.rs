@@ -57,6 +57,12 @@ impl PageTable {
         self.hints[pid.0 as usize & self.hint_mask].load(Relaxed)
     }
 
+    /// Prefetches the line of the frame hint of `pid` ([`PageTable::hint`]).
+    #[inline(always)]
+    pub(crate) fn prefetch_hint(&self, pid: PageId) {
+        crate::sync::prefetch(&self.hints[pid.0 as usize & self.hint_mask]);
+    }
+
     /// Records that page `pid` is in frame `f`. Writes only if the hint differs, so hot pages
     /// whose hints are right cost no store (and no cache-line transfer between cores).
     #[inline]

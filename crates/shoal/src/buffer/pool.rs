@@ -370,6 +370,29 @@ impl BufferPool {
         }
     }
 
+    /// Starts bringing the page table's frame hint for page `pid` into the cache: the
+    /// first step of a batched lookup ([`crate::btree::BTree::get_many`]), issued for many
+    /// pages before any of them is read so that their misses overlap. Advisory only: no
+    /// latch, no I/O, no error.
+    #[inline]
+    pub fn prefetch_page_hint(&self, pid: PageId) {
+        self.table.prefetch_hint(pid);
+    }
+
+    /// The step after [`BufferPool::prefetch_page_hint`] of a batched lookup: starts
+    /// bringing page `pid`'s frame descriptor and the first two cache lines of its image
+    /// into the cache, if the page table's frame hint for `pid` names a frame. Advisory, as
+    /// that one: a stale hint prefetches another page's lines, which costs bandwidth, never
+    /// correctness.
+    #[inline]
+    pub fn prefetch_page(&self, pid: PageId) {
+        let f = self.table.hint(pid);
+        if let Some(fr) = self.frames.get(f as usize) {
+            sync::prefetch(fr);
+            self.prefetch_head(f);
+        }
+    }
+
     /// Runs `read` on an optimistic view of page `pid` until a run validates, and returns
     /// that run's result. `read` may run more than once and may see torn data on a run that
     /// then fails validation, so it must not panic on inconsistent bytes (bounds-check every
