@@ -324,7 +324,7 @@ struct BtreeArgs {
     common: CommonArgs,
 
     /// Variants to run, comma-separated (default: all, in the order listed);
-    /// lookup-resident brings lookup-resident-btreemap along.
+    /// lookup-resident and lookup-batch bring lookup-resident-btreemap along.
     #[arg(long, value_name = "LIST", value_delimiter = ',',
           value_parser = PossibleValuesParser::new(btree::VARIANTS))]
     variant: Vec<String>,
@@ -339,7 +339,7 @@ struct BtreeArgs {
           value_parser = parse_page_size)]
     page_size: usize,
 
-    /// Keys (8-byte values) of lookup-resident, its BTreeMap context and scan; at least
+    /// Keys (8-byte values) of lookup-resident, lookup-batch, their BTreeMap context and scan; at least
     /// 1000.
     #[arg(long, value_name = "N", default_value_t = btree::KEYS_DEFAULT)]
     keys: u64,

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `lookup-resident-btreemap` | `get` of a uniformly random key of an in-process `std::collections::BTreeMap<u64, [u8; 8]>` holding the same keys | context for `lookup-resident`: the same lookups without pages, latches or a buffer pool (engine `std-btreemap`) |
 //! | `lookup-resident` | `get` of a uniformly random key of a tree of `keys` (default [`KEYS_DEFAULT`]) keys with 8-byte values, every page in the pool | latch-free lookups: the optimistic descent, the leaf search and the copy of the value |
+//! | `lookup-batch` | `get_many` of [`BATCH_KEYS`] uniformly random keys of the tree of `lookup-resident` (one operation is the whole batch; `lookups_per_s` counts keys) | batched lookups: the keys' descents interleaved, their cache misses overlapped (btree rule 15) |
 //! | `lookup-hot-root` | the same on a tree of exactly three levels: `hot_keys` (default [`HOT_KEYS_DEFAULT`]) keys with [`HOT_VALUE_BYTES`]-byte values, the `test(a INT4 PRIMARY KEY, b CHAR(96))` table of seed 000 §4.1 | the root as the hot spot (99.2% of Derby's latch waits at 32 threads): an optimistic descent writes nothing shared, so throughput should scale with cores and not collapse with more threads than cores |
 //! | `insert-sequential` | insert the next key of the worker's own ascending range into one shared tree | appends at the right edge of each worker's range: highest-key splits (the leaves are left nearly full) |
 //! | `insert-random` | insert a pseudo-random key of the worker's own partition into one shared tree | inserts all over the tree: splits in the middle, full-page images of pages the cleaner wrote |
@@ -20,8 +21,8 @@
 //! show that oversubscription does not collapse throughput); the others at 1 and 2.
 //! `--threads` replaces every variant's list. [`plan`] makes one [`RunConfig`] per variant
 //! and [`run`] runs them one after the other, each with [`run_micro`]. The context variant
-//! `lookup-resident-btreemap` runs whenever `lookup-resident` does, just before it, with
-//! the same threads, so that the ratio of the two is measured within one invocation
+//! `lookup-resident-btreemap` runs whenever `lookup-resident` or `lookup-batch` does, just
+//! before them, with the same threads, so that the ratio of the two is measured within one invocation
 //! (DESIGN.md §6). Latency sampling is one operation in [`LATENCY_SAMPLE_EVERY_FAST`] except
 //! for `scan` (every operation; a scan takes tens of microseconds).
 //!
@@ -67,7 +68,9 @@
 //! `lookup-resident-btreemap` point has none. Derived fields: `root_latch_waits` on every
 //! Shoal point; `log_bytes_per_op` on the insert points; `leaf_fill` (0–1), `tree_height`
 //! and `tree_keys` after each insert point; and `vs_btreemap` on each `lookup-resident`
-//! point: its throughput over the BTreeMap's at the same thread count.
+//! point: its throughput over the BTreeMap's at the same thread count; on each
+//! `lookup-batch` point `lookups_per_s` (operations per second times [`BATCH_KEYS`]) and
+//! `vs_btreemap` of those lookups.
 //!
 //! Files: this one (settings, the plan of a run, the context ratio), `state.rs` (the data of
 //! a variant, its operations and checks), `tests.rs`.
@@ -96,6 +99,7 @@ pub const NAME: &str = "btree";
 pub const VARIANTS: &[&str] = &[
     BTREEMAP_VARIANT,
     "lookup-resident",
+    "lookup-batch",
     "lookup-hot-root",
     "insert-sequential",
     "insert-random",
@@ -121,6 +125,8 @@ pub const HOT_VALUE_BYTES: usize = 96;
 pub const HOT_HEIGHT: u16 = 3;
 /// Value length of every other variant in bytes.
 pub const VALUE_BYTES: usize = 8;
+/// Keys looked up by one `lookup-batch` operation.
+pub const BATCH_KEYS: u64 = 16;
 /// Keys returned by one `scan` operation.
 pub const SCAN_KEYS: u64 = 1000;
 /// Default inserts per transaction of the insert variants.
@@ -154,7 +160,7 @@ pub struct BtreeConfig {
     pub pool_size_bytes: u64,
     /// Page size in bytes (a power of two from 4096 to 65536). Default 8192.
     pub page_size_bytes: usize,
-    /// Keys of `lookup-resident`, its context and `scan` (at least [`SCAN_KEYS`]). Default
+    /// Keys of `lookup-resident`, `lookup-batch`, their context and `scan` (at least [`SCAN_KEYS`]). Default
     /// [`KEYS_DEFAULT`].
     pub keys: u64,
     /// Keys of `lookup-hot-root`; with the page size they must make a tree of exactly
@@ -203,7 +209,7 @@ pub fn latency_sample_every_default(variant: &str) -> u32 {
 }
 
 /// One run per variant: `variants` (all if empty) in the order of [`VARIANTS`], with
-/// [`BTREEMAP_VARIANT`] added when `lookup-resident` is chosen; each with `threads` if given
+/// [`BTREEMAP_VARIANT`] added when `lookup-resident` or `lookup-batch` is chosen; each with `threads` if given
 /// or its [`default_threads`] (the context variant takes `lookup-resident`'s), and
 /// `latency_sample_every` if given or its [`latency_sample_every_default`]; the other
 /// settings from `base`.
@@ -224,7 +230,7 @@ pub fn plan(
             .map(|v| Variant::from_name(v).map(Variant::name))
             .collect::<Result<_>>()?
     };
-    if chosen.contains(&"lookup-resident") {
+    if chosen.contains(&"lookup-resident") || chosen.contains(&"lookup-batch") {
         chosen.push(BTREEMAP_VARIANT);
     }
     let ordered = VARIANTS.iter().copied().filter(|v| chosen.contains(v));
@@ -247,7 +253,8 @@ pub fn plan(
 }
 
 /// Runs `plan` (from [`plan`]) variant by variant with [`run_micro`], telling `observer`
-/// about progress and each measurement, the `lookup-resident` ones with `vs_btreemap` added
+/// about progress and each measurement, the `lookup-resident` and `lookup-batch` ones with
+/// `vs_btreemap` (and `lookups_per_s`) added
 /// (see [`ContextRatio`]). Returns the measurements as the observer saw them.
 ///
 /// # Errors
@@ -268,7 +275,9 @@ pub fn run(
 }
 
 /// An [`Observer`] that passes everything on to another, adding to each `lookup-resident`
-/// measurement the field `vs_btreemap`: its throughput divided by that of the
+/// and `lookup-batch` measurement the field `vs_btreemap`: its lookups per second (a
+/// `lookup-batch` operation is [`BATCH_KEYS`] lookups, recorded as `lookups_per_s`) divided
+/// by the operations per second of the
 /// [`BTREEMAP_VARIANT`] point at the same thread count measured before it in the run
 /// (`null` when that point measured nothing; absent when there is no such point).
 pub struct ContextRatio<'o> {
@@ -311,10 +320,19 @@ impl Observer for ContextRatio<'_> {
         let mut m = m.clone();
         if m.bench == NAME && m.variant == BTREEMAP_VARIANT {
             self.btreemap_ops_per_s.insert(m.threads, m.ops_per_s);
-        } else if m.bench == NAME && m.variant == "lookup-resident" {
+        } else if m.bench == NAME && (m.variant == "lookup-resident" || m.variant == "lookup-batch")
+        {
+            let lookups = match m.variant.as_str() {
+                "lookup-batch" => {
+                    let l = m.ops_per_s * BATCH_KEYS as f64;
+                    m.derived.insert("lookups_per_s".into(), Value::from(l));
+                    l
+                }
+                _ => m.ops_per_s,
+            };
             if let Some(&base) = self.btreemap_ops_per_s.get(&m.threads) {
                 let ratio = if base > 0.0 {
-                    Value::from(m.ops_per_s / base)
+                    Value::from(lookups / base)
                 } else {
                     Value::Null
                 };
@@ -402,6 +420,7 @@ impl BtreeBench {
 enum Variant {
     LookupBTreeMap,
     LookupResident,
+    LookupBatch,
     LookupHotRoot,
     InsertSequential,
     InsertRandom,
@@ -413,6 +432,7 @@ impl Variant {
         Ok(match name {
             BTREEMAP_VARIANT => Variant::LookupBTreeMap,
             "lookup-resident" => Variant::LookupResident,
+            "lookup-batch" => Variant::LookupBatch,
             "lookup-hot-root" => Variant::LookupHotRoot,
             "insert-sequential" => Variant::InsertSequential,
             "insert-random" => Variant::InsertRandom,
@@ -433,6 +453,7 @@ impl Variant {
         match self {
             Variant::LookupBTreeMap => BTREEMAP_VARIANT,
             Variant::LookupResident => "lookup-resident",
+            Variant::LookupBatch => "lookup-batch",
             Variant::LookupHotRoot => "lookup-hot-root",
             Variant::InsertSequential => "insert-sequential",
             Variant::InsertRandom => "insert-random",

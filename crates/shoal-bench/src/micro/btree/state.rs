@@ -381,6 +381,23 @@ impl MicroBench for BtreeBench {
                     ))),
                 }
             }
+            Variant::LookupBatch => {
+                let ks: [u64; BATCH_KEYS as usize] =
+                    std::array::from_fn(|_| ctx.rng.random_range(0..state.keys));
+                let keys = ks.map(u64::to_be_bytes);
+                let refs: [&[u8]; BATCH_KEYS as usize] = std::array::from_fn(|i| &keys[i][..]);
+                let mut expected = [0u8; VALUE_BYTES];
+                for (k, v) in ks.iter().zip(t.tree.get_many(&refs)?) {
+                    fill_value(&mut expected, *k);
+                    if v.as_deref() != Some(&expected[..]) {
+                        return Err(BenchError::Check(format!(
+                            "key {k} of a batch is missing or holds another value than the \
+                             one loaded"
+                        )));
+                    }
+                }
+                Ok(())
+            }
             Variant::Scan => {
                 let start = ctx.rng.random_range(0..=state.keys - SCAN_KEYS);
                 scan_check(&t.tree, start)

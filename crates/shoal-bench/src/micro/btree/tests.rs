@@ -57,6 +57,10 @@ fn plan_uses_per_variant_defaults_and_adds_the_context() {
     assert!(p
         .iter()
         .all(|(_, r)| r.threads == [3] && r.latency_sample_every == 5));
+    // So does lookup-batch.
+    let p = plan(&["lookup-batch".into()], None, None, &base).unwrap();
+    let names: Vec<&str> = p.iter().map(|(v, _)| *v).collect();
+    assert_eq!(names, [BTREEMAP_VARIANT, "lookup-batch"]);
 
     let e = plan(&["nope".into()], None, None, &base)
         .unwrap_err()
@@ -235,6 +239,13 @@ fn every_variant_runs_and_checks_its_results() {
         let b = find(BTREEMAP_VARIANT, threads);
         let ratio = m.derived["vs_btreemap"].as_f64().unwrap();
         assert!((ratio - m.ops_per_s / b.ops_per_s).abs() < 1e-9);
+        // A batch is BATCH_KEYS lookups, and its ratio counts lookups.
+        let batch = find("lookup-batch", threads);
+        assert_eq!(batch.engine_stats["misses"], 0, "{:?}", batch.engine_stats);
+        let lookups = batch.derived["lookups_per_s"].as_f64().unwrap();
+        assert!((lookups - batch.ops_per_s * BATCH_KEYS as f64).abs() < 1e-6);
+        let ratio = batch.derived["vs_btreemap"].as_f64().unwrap();
+        assert!((ratio - lookups / b.ops_per_s).abs() < 1e-9);
     }
     let hot = find("lookup-hot-root", 1);
     assert_eq!(hot.config["loaded_height"], HOT_HEIGHT);
