@@ -1,4 +1,5 @@
-//! Batched point lookups with group prefetching (btree rule 15): [`BTree::get_many`] looks
+//! Batched point lookups with group prefetching (btree rule 15): [`BTree::get_many`] (and
+//! [`BTree::read_many_for_update`], which locks first and keeps each leaf's version) looks
 //! up a batch of keys level by level, one cache-missing step at a time for a whole group of
 //! keys, so that the misses of different keys overlap instead of following one another.
 //!
@@ -34,10 +35,12 @@
 //! Nothing is latched and nothing shared is written, as for a single lookup.
 
 use super::node::{Node, StoredValue};
+use super::rmw::ReadForUpdate;
 use super::tree::BTree;
 use crate::buffer::{BufferPool, OptimisticPage};
 use crate::error::Result;
 use crate::page::{header, AtomicBytes};
+use crate::txn::Transaction;
 use crate::types::{Lsn, PageId};
 
 /// Keys whose descents advance together: enough misses in flight to cover a miss's latency
@@ -54,8 +57,9 @@ const MAX_LEVELS: usize = 24;
 enum Step {
     /// Still descending: the page to read at the next level and the level it must have.
     At(PageId, u16),
-    /// Answered: the value (`None`: absent) and the page LSN of its leaf.
-    Done(Option<Vec<u8>>, Lsn),
+    /// Answered: the entry number and inline value (`None`: absent) and the page LSN of
+    /// its leaf.
+    Done(Option<(usize, Vec<u8>)>, Lsn),
     /// To be looked up on its own: a validation failed, or the value is out of line.
     Alone,
 }
@@ -88,9 +92,9 @@ impl BTree {
     ) -> Result<()> {
         for (g, group) in keys.chunks(BATCH_GROUP).enumerate() {
             let steps = self.descend_group(group)?;
-            for (j, (key, step)) in group.iter().zip(steps).enumerate() {
+            for (j, (key, (step, _))) in group.iter().zip(steps).enumerate() {
                 let (v, lsn) = match step {
-                    Step::Done(v, lsn) => (v, lsn),
+                    Step::Done(e, lsn) => (e.map(|(_, v)| v), lsn),
                     _ => self.get_with_lsn(key)?,
                 };
                 each(g * BATCH_GROUP + j, v, lsn);
@@ -99,14 +103,53 @@ impl BTree {
         Ok(())
     }
 
+    /// [`BTree::read_for_update`] of every key of `keys`: X-locks them all (long, in the
+    /// order given, with IX on the table), then reads them together as
+    /// [`BTree::get_many`] does, each read keeping its leaf's version for
+    /// [`BTree::write_read`]. Element `i` is `keys[i]`'s read, `None` if absent (its lock is
+    /// kept). Writes of several reads on one leaf are correct in any order: the first
+    /// changes the leaf, so the others' upgrades fail and take the ordinary path.
+    ///
+    /// # Errors
+    /// As [`BTree::read_for_update`], for the first key that fails; a key over the limit
+    /// fails before anything is locked.
+    pub fn read_many_for_update(
+        &self,
+        txn: &mut Transaction<'_>,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<ReadForUpdate<'_>>>> {
+        for key in keys {
+            self.check_key(key)?;
+        }
+        for key in keys {
+            self.lock_for_write(txn, key)?;
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        for group in keys.chunks(BATCH_GROUP) {
+            for (key, (step, leaf)) in group.iter().zip(self.descend_group(group)?) {
+                out.push(match (step, leaf) {
+                    (Step::Done(None, _), _) => None,
+                    (Step::Done(Some((i, value)), _), Some(leaf)) => {
+                        Some(ReadForUpdate::at(value, leaf, self.root(), i))
+                    }
+                    _ => self.read_locked_for_update(key)?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// The interleaved descents of at most [`BATCH_GROUP`] keys (module doc): each key's
-    /// [`Step::Done`] or [`Step::Alone`].
-    fn descend_group(&self, keys: &[&[u8]]) -> Result<Vec<Step>> {
+    /// [`Step::Done`] with the leaf it was read from, at the version read, or
+    /// [`Step::Alone`].
+    fn descend_group(&self, keys: &[&[u8]]) -> Result<Vec<(Step, Option<OptimisticPage<'_>>)>> {
         let n = keys.len();
         debug_assert!(n <= BATCH_GROUP);
         let mut steps: Vec<Step> = (0..n).map(|_| Step::At(self.root, u16::MAX)).collect();
         // The validated page each descending key came from (rule 2's parent).
         let mut parents: [Option<OptimisticPage<'_>>; BATCH_GROUP] = Default::default();
+        // The leaf each answered key was read from, at the version read.
+        let mut leaves: [Option<OptimisticPage<'_>>; BATCH_GROUP] = Default::default();
         self.pool.prefetch_page(self.root);
         for level in 0..MAX_LEVELS {
             if level > 0 {
@@ -155,12 +198,18 @@ impl BTree {
                 }
                 *step = next;
             }
+            // Each descending key's page becomes its parent; an answered key's is its leaf.
+            // (Keys answered at an earlier level have no page here and keep their leaf.)
+            for (j, page) in pages.iter_mut().enumerate() {
+                let Some(page) = page.take() else { continue };
+                match steps[j] {
+                    Step::At(..) => parents[j] = Some(page),
+                    Step::Done(..) => leaves[j] = Some(page),
+                    Step::Alone => {}
+                }
+            }
             if !descending {
                 break;
-            }
-            // Each descending key's page becomes its parent; the others need none.
-            for (j, page) in pages.iter_mut().enumerate() {
-                parents[j] = page.take().filter(|_| matches!(steps[j], Step::At(..)));
             }
         }
         // A descent still going after MAX_LEVELS (a page changing under it, again and
@@ -170,7 +219,7 @@ impl BTree {
                 *step = Step::Alone;
             }
         }
-        Ok(steps)
+        Ok(steps.into_iter().zip(leaves).collect())
     }
 
     /// Pass 4 for one key on `node`, read from `page` (`None`: it did not open as a node):
@@ -213,7 +262,7 @@ impl BTree {
             Ok(match n.search(key)? {
                 Err(_) => Step::Done(None, lsn),
                 Ok(i) => match n.stored_value(i)? {
-                    StoredValue::Inline(v) => Step::Done(Some(v), lsn),
+                    StoredValue::Inline(v) => Step::Done(Some((i, v)), lsn),
                     StoredValue::Tagged(_) => Step::Alone,
                 },
             })

@@ -161,3 +161,56 @@ fn get_many_in_waits_for_an_uncommitted_writer() {
         assert_eq!(reader.join().unwrap(), vec![Some(value(3, 16)), None]);
     });
 }
+
+/// `read_many_for_update` locks every key and reads what `read_for_update` reads; each read
+/// can be written with `write_read` in any order, also several on one leaf (after the first
+/// write the others' leaf versions are stale and take the ordinary path), and over a key
+/// whose value lives in an overflow chain. A key over the limit fails before any lock.
+#[test]
+fn read_many_for_update_then_write_each() {
+    let disk = FaultStorage::new(FaultConfig::new(5)).unwrap();
+    let e = open(&disk, 256);
+    let t = BTree::create(e.txns(), e.space())
+        .unwrap()
+        .with_locking(LockSpace { db: 9, table: 3 });
+    let mut tx = e.begin();
+    for i in 0..3000u64 {
+        let len = if i == 40 { 3000 } else { 20 };
+        t.insert(&mut tx, &key(i * 2), &value(i, len)).unwrap();
+    }
+    tx.commit().unwrap();
+
+    let mut tx = e.begin();
+    let long = vec![1u8; t.max_key_bytes() + 1];
+    assert!(t.read_many_for_update(&mut tx, &[&key(2), &long]).is_err());
+    assert_eq!(
+        tx.row_lock_count(),
+        0,
+        "a lock was taken before the key check"
+    );
+    // Neighbours on one leaf, one far away, one absent, one with an overflow value.
+    let ks = [4u64, 6, 8, 4000, 5, 80];
+    let keys: Vec<Vec<u8>> = ks.iter().map(|&k| key(k)).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let reads = t.read_many_for_update(&mut tx, &refs).unwrap();
+    assert!(tx.row_lock_count() >= ks.len());
+    for (&k, r) in ks.iter().zip(&reads) {
+        let want = (k % 2 == 0).then(|| value(k / 2, if k == 80 { 3000 } else { 20 }));
+        assert_eq!(r.as_ref().map(|r| r.value().to_vec()), want, "key {k}");
+    }
+    for (&k, r) in ks.iter().zip(reads).rev() {
+        if let Some(r) = r {
+            t.write_read(&mut tx, &key(k), r, format!("new {k}").as_bytes())
+                .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    for k in [4u64, 6, 8, 4000, 80] {
+        assert_eq!(
+            t.get(&key(k)).unwrap(),
+            Some(format!("new {k}").into_bytes())
+        );
+    }
+    assert_eq!(t.get(&key(5)).unwrap(), None);
+    super::tests::assert_sound(&t);
+}

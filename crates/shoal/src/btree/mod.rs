@@ -138,6 +138,8 @@
 //!     alone through [`BTree::get`]'s path after the group. [`BTree::get_many_in`] adds
 //!     the read locks: at READ COMMITTED the batch reads without locks what Commit_LSN
 //!     shows committed and reads the rest through `get_in`'s lock path.
+//!     [`BTree::read_many_for_update`] X-locks every key first, then reads them as one
+//!     batch, each read keeping its leaf's version for [`BTree::write_read`] (rule 12).
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's

@@ -33,7 +33,20 @@ pub struct ReadForUpdate<'t> {
     at: Option<(OptimisticPage<'t>, crate::types::PageId, usize)>,
 }
 
-impl ReadForUpdate<'_> {
+impl<'t> ReadForUpdate<'t> {
+    /// A value read from entry `i` of `leaf` (at the version kept) of the tree `root`.
+    pub(super) fn at(
+        value: Vec<u8>,
+        leaf: OptimisticPage<'t>,
+        root: crate::types::PageId,
+        i: usize,
+    ) -> Self {
+        ReadForUpdate {
+            value,
+            at: Some((leaf, root, i)),
+        }
+    }
+
     /// The value read (bytes).
     pub fn value(&self) -> &[u8] {
         &self.value
@@ -55,14 +68,18 @@ impl BTree {
         key: &[u8],
     ) -> Result<Option<ReadForUpdate<'_>>> {
         self.lock_for_write(txn, key)?;
+        self.read_locked_for_update(key)
+    }
+
+    /// The read of [`BTree::read_for_update`], `key` already X-locked and checked.
+    pub(super) fn read_locked_for_update(&self, key: &[u8]) -> Result<Option<ReadForUpdate<'_>>> {
         loop {
             let LeafRead { entry, leaf, .. } = self.read_leaf_entry(key)?;
             return match entry {
                 None => Ok(None),
-                Some((i, StoredValue::Inline(value))) => Ok(Some(ReadForUpdate {
-                    value,
-                    at: Some((leaf, self.root(), i)),
-                })),
+                Some((i, StoredValue::Inline(value))) => {
+                    Ok(Some(ReadForUpdate::at(value, leaf, self.root(), i)))
+                }
                 Some((_, StoredValue::Tagged(tagged))) => match self.value_of(tagged)? {
                     Some(value) => Ok(Some(ReadForUpdate { value, at: None })),
                     None => continue, // its chain was replaced meanwhile: read again

@@ -327,6 +327,52 @@ impl Table {
         let Some(read) = self.primary.read_for_update(txn, &pk)? else {
             return Ok(false);
         };
+        self.write_changed(txn, &pk, read, change)?;
+        Ok(true)
+    }
+
+    /// [`Table::update_with_view`] of many rows: X-locks every row (in the order given),
+    /// reads them together, their cache misses overlapped
+    /// ([`BTree::read_many_for_update`]), then, in order, hands row `i` to `change(i, view)`
+    /// and writes the changes it returns. Element `i` of the result is false (and `change`
+    /// is not called for it) if there is no row with key `keys[i]`. Each row's write is a
+    /// statement of its own, as a call of `update_with_view` is.
+    ///
+    /// # Errors
+    /// As [`Table::update_with_view`], for the first row that fails; the rows before it
+    /// stay changed, as after as many separate calls. Every key is encoded (and checked)
+    /// before any row is locked.
+    pub fn update_many_with_view(
+        &self,
+        txn: &mut Transaction<'_>,
+        keys: &[&[Value]],
+        mut change: impl FnMut(usize, &RowView<'_>) -> Result<Row>,
+    ) -> Result<Vec<bool>> {
+        let pks = keys
+            .iter()
+            .map(|k| self.primary_key(k))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&[u8]> = pks.iter().map(Vec::as_slice).collect();
+        let reads = self.primary.read_many_for_update(txn, &refs)?;
+        let mut out = Vec::with_capacity(keys.len());
+        for (i, (pk, read)) in pks.iter().zip(reads).enumerate() {
+            out.push(read.is_some());
+            if let Some(read) = read {
+                self.write_changed(txn, pk, read, |view| change(i, view))?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The write of [`Table::update_with_view`]: the row `read` (of primary key `pk`)
+    /// changed as `change` says, patched in place when it can be.
+    fn write_changed(
+        &self,
+        txn: &mut Transaction<'_>,
+        pk: &[u8],
+        read: ReadForUpdate<'_>,
+        change: impl FnOnce(&RowView<'_>) -> Result<Row>,
+    ) -> Result<()> {
         let (changes, patched) = {
             let view = RowView::new(&self.def, read.value())?;
             let changes = change(&view)?;
@@ -334,13 +380,12 @@ impl Table {
             (changes, patched)
         };
         match patched {
-            Some(new) => statement(txn, |txn| self.primary.write_read(txn, &pk, read, &new))?,
+            Some(new) => statement(txn, |txn| self.primary.write_read(txn, pk, read, &new)),
             None => {
                 let old = decode_row(&self.def, read.value())?;
-                self.apply_update(txn, &pk, &old, &changes, read)?;
+                self.apply_update(txn, pk, &old, &changes, read)
             }
         }
-        Ok(true)
     }
 
     /// The row `view` with `changes` applied by [`RowView::with_fixed`], or `None` if a
