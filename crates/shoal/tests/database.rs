@@ -570,8 +570,9 @@ fn reads_many_rows_at_once() {
 }
 
 /// `update_many_with_view`: rows locked and read together, then changed in order (each
-/// change told its row's index); an absent row is `false`; a change of a variable-width
-/// column (not patched in place) works too; a rollback restores every row.
+/// change told its row's index); an absent row is `false`; a row given twice sees its
+/// first change; a change of a variable-width column (not patched in place) works too; a
+/// rollback restores every row.
 #[test]
 fn updates_many_rows_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -581,7 +582,7 @@ fn updates_many_rows_at_once() {
             .unwrap()
             .unwrap()
     };
-    let keys: Vec<[Value; 1]> = [3i64, 99, 4, 17]
+    let keys: Vec<[Value; 1]> = [3i64, 99, 4, 17, 4]
         .iter()
         .map(|&k| [Value::Int8(k)])
         .collect();
@@ -602,10 +603,11 @@ fn updates_many_rows_at_once() {
             })
         })
         .unwrap();
-    assert_eq!(found, [true, false, true, true]);
-    assert_eq!(seen, [0, 2, 3]);
+    assert_eq!(found, [true, false, true, true, true]);
+    assert_eq!(seen, [0, 2, 3, 4]);
     assert_eq!(balance(&mut tx, 3), Value::Int8(2_003));
-    assert_eq!(balance(&mut tx, 4), Value::Int8(2_004));
+    // Row 4 was given twice: its second change saw its first.
+    assert_eq!(balance(&mut tx, 4), Value::Int8(3_004));
     assert_eq!(balance(&mut tx, 17), Value::Int8(2_017));
     let note = t
         .get_with(&mut tx, &[Value::Int8(17)], |v| v.value(4))

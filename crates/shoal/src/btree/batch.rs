@@ -108,7 +108,11 @@ impl BTree {
     /// [`BTree::get_many`] does, each read keeping its leaf's version for
     /// [`BTree::write_read`]. Element `i` is `keys[i]`'s read, `None` if absent (its lock is
     /// kept). Writes of several reads on one leaf are correct in any order: the first
-    /// changes the leaf, so the others' upgrades fail and take the ordinary path.
+    /// changes the leaf, so the others' upgrades fail and take the ordinary path. A key
+    /// given twice is read twice before anything is written: write one of its reads, or
+    /// read it again after the first write ([`Table::update_many_with_view`] does).
+    ///
+    /// [`Table::update_many_with_view`]: crate::table::Table::update_many_with_view
     ///
     /// # Errors
     /// As [`BTree::read_for_update`], for the first key that fails; a key over the limit

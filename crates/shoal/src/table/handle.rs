@@ -336,7 +336,10 @@ impl Table {
     /// ([`BTree::read_many_for_update`]), then, in order, hands row `i` to `change(i, view)`
     /// and writes the changes it returns. Element `i` of the result is false (and `change`
     /// is not called for it) if there is no row with key `keys[i]`. Each row's write is a
-    /// statement of its own, as a call of `update_with_view` is.
+    /// statement of its own, as a call of `update_with_view` is, and a key given more than
+    /// once sees the changes made for its earlier occurrences (it is read again). Finding
+    /// repeated keys costs O(n²) key comparisons: this is meant for the handful of rows of
+    /// one transaction.
     ///
     /// # Errors
     /// As [`Table::update_with_view`], for the first row that fails; the rows before it
@@ -356,6 +359,12 @@ impl Table {
         let reads = self.primary.read_many_for_update(txn, &refs)?;
         let mut out = Vec::with_capacity(keys.len());
         for (i, (pk, read)) in pks.iter().zip(reads).enumerate() {
+            // A key given again is read again, after the earlier change of its row (the
+            // batch read it before that change).
+            let read = match pks[..i].contains(pk) {
+                true => self.primary.read_for_update(txn, pk)?,
+                false => read,
+            };
             out.push(read.is_some());
             if let Some(read) = read {
                 self.write_changed(txn, pk, read, |view| change(i, view))?;
