@@ -170,11 +170,22 @@ pub trait MicroBench: Sync {
     fn config(&self) -> Map<String, Value>;
 
     /// Builds the state of `variant` (one of [`MicroBench::variants`]): files, pools, data.
-    /// Called once per variant; the state is reused for every thread count.
+    /// Called once per variant, and the state reused for every thread count of `run`; or,
+    /// where [`MicroBench::setup_per_point`] is true, once per point with `run.threads`
+    /// holding that point's thread count alone.
     ///
     /// # Errors
     /// Any error of the engine or the file system; the run stops.
     fn setup(&self, variant: &str, run: &RunConfig) -> Result<Self::State>;
+
+    /// True if every point of `variant` starts from a state of its own (set up for its
+    /// thread count, the previous point's state dropped first) rather than from what the
+    /// earlier points left: for operations that grow the state (`insert`), where a later
+    /// point would otherwise start from a larger database than an earlier one, and a pool
+    /// sized for the whole run would have to hold every point's data. False by default.
+    fn setup_per_point(&self, _variant: &str) -> bool {
+        false
+    }
 
     /// What the state of a variant looks like (e.g. the number of pages), copied into every
     /// measurement's `config`.

@@ -2,7 +2,9 @@
 //!
 //! Job: run one benchmark variant at one thread count and turn what happened into a
 //! [`Measurement`]; [`run_micro`] does that for every variant × thread count of a
-//! [`MicroBench`], setting each variant up once and reusing its state for all thread counts.
+//! [`MicroBench`], setting each variant up once and reusing its state for all thread counts
+//! (or, for a benchmark whose operations grow its state, once per point:
+//! [`MicroBench::setup_per_point`]).
 //!
 //! ```text
 //!  controller ──spawn──► worker 0..n-1: ThreadCtx, histogram ─┐
@@ -158,7 +160,8 @@ pub fn to_measurement(
 
 /// Runs `variants` of `bench` (all of them if empty) at every thread count of `run`, in that
 /// order (variant-major), telling `observer` about progress and each measurement as it is
-/// made. Each variant is set up once; its state is dropped before the next variant's setup.
+/// made. Each variant is set up once, or once per point where
+/// [`MicroBench::setup_per_point`] says so; a state is dropped before the next setup.
 ///
 /// # Errors
 /// A bad setting or unknown variant ([`BenchError::InvalidArgument`]), a setup error, an
@@ -197,25 +200,24 @@ pub fn run_micro<B: MicroBench>(
     let total = chosen.len() * run.threads.len();
     let mut out = Vec::with_capacity(total);
     for (vi, variant) in chosen.iter().enumerate() {
-        let rss_reset = sys::reset_peak_rss();
-        observer.setup_started(bench.name(), variant);
-        let setup_start = Instant::now();
-        let state = bench.setup(variant, run)?;
-        let setup_s = setup_start.elapsed().as_secs_f64();
-        observer.setup_finished(bench.name(), variant, setup_s);
-
-        let mut config = run.to_json();
-        config.insert("host_cpus".into(), Value::from(sys::available_cpus()));
-        config.insert("memory_latency_ns".into(), latency.clone());
-        config.insert(
-            "max_rss_scope".into(),
-            Value::from(if rss_reset { "variant" } else { "process" }),
-        );
-        config.insert("setup_s".into(), Value::from(setup_s));
-        config.extend(bench.config());
-        config.extend(B::describe(&state));
-
+        let per_point = bench.setup_per_point(variant);
+        let mut set_up: Option<(B::State, Map<String, Value>)> = None;
         for (ti, &threads) in run.threads.iter().enumerate() {
+            if per_point || set_up.is_none() {
+                // The previous point's state goes first, so that two never hold memory at once.
+                drop(set_up.take());
+                let scope = match per_point {
+                    true => RunConfig {
+                        threads: vec![threads],
+                        ..run.clone()
+                    },
+                    false => run.clone(),
+                };
+                set_up = Some(setup_variant(
+                    bench, variant, run, &scope, &latency, observer,
+                )?);
+            }
+            let (state, config) = set_up.as_ref().expect("set up just above");
             let info = PointInfo {
                 bench: bench.name(),
                 variant,
@@ -234,7 +236,7 @@ pub fn run_micro<B: MicroBench>(
                 latency_sample_every: run.latency_sample_every,
                 seed: run.seed,
             };
-            let r = measure_point(&spec, &state, B::op, B::counters, &mut |phase, el| {
+            let r = measure_point(&spec, state, B::op, B::counters, &mut |phase, el| {
                 observer.point_progress(&info, phase, el)
             })?;
             let mut m = to_measurement(
@@ -247,11 +249,46 @@ pub fn run_micro<B: MicroBench>(
                 config.clone(),
             );
             m.derived = B::derived(variant, &m.engine_stats, m.ops);
-            m.derived.extend(B::after_point(&state)?);
+            m.derived.extend(B::after_point(state)?);
             observer.point_finished(&info, &m)?;
             out.push(m);
         }
-        drop(state);
     }
     Ok(out)
+}
+
+/// Sets `variant` up for the points of `scope` (`run`, or `run` with one thread count for
+/// a benchmark set up per point), telling `observer`; returns the state and the `config`
+/// every measurement of it carries (`run`'s settings, the machine's `latency` probe, the
+/// benchmark's settings and its description of the state).
+///
+/// # Errors
+/// The benchmark's setup errors.
+fn setup_variant<B: MicroBench>(
+    bench: &B,
+    variant: &str,
+    run: &RunConfig,
+    scope: &RunConfig,
+    latency: &Value,
+    observer: &mut dyn Observer,
+) -> Result<(B::State, Map<String, Value>)> {
+    let rss_reset = sys::reset_peak_rss();
+    observer.setup_started(bench.name(), variant);
+    let setup_start = Instant::now();
+    let state = bench.setup(variant, scope)?;
+    let setup_s = setup_start.elapsed().as_secs_f64();
+    observer.setup_finished(bench.name(), variant, setup_s);
+    let mut config = run.to_json();
+    config.insert("host_cpus".into(), Value::from(sys::available_cpus()));
+    config.insert("memory_latency_ns".into(), latency.clone());
+    let rss_scope = match (rss_reset, bench.setup_per_point(variant)) {
+        (false, _) => "process",
+        (true, false) => "variant",
+        (true, true) => "point",
+    };
+    config.insert("max_rss_scope".into(), Value::from(rss_scope));
+    config.insert("setup_s".into(), Value::from(setup_s));
+    config.extend(bench.config());
+    config.extend(B::describe(&state));
+    Ok((state, config))
 }

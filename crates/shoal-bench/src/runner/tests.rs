@@ -253,6 +253,92 @@ fn run_micro_sweeps_variants_and_threads() {
     assert!(long2.max_rss_bytes.is_some() || !cfg!(target_os = "linux"));
 }
 
+/// A benchmark whose operations grow its state: variant `fresh` is set up per point,
+/// `kept` once. The state remembers the thread counts its setup was given and counts the
+/// operations run on it.
+struct Growing;
+
+impl MicroBench for Growing {
+    type State = (Vec<usize>, AtomicU64);
+    fn name(&self) -> &'static str {
+        "growing"
+    }
+    fn variants(&self) -> &'static [&'static str] {
+        &["fresh", "kept"]
+    }
+    fn config(&self) -> Map<String, Value> {
+        Map::new()
+    }
+    fn setup(&self, _variant: &str, run: &RunConfig) -> Result<Self::State> {
+        Ok((run.threads.clone(), AtomicU64::new(0)))
+    }
+    fn setup_per_point(&self, variant: &str) -> bool {
+        variant == "fresh"
+    }
+    fn describe(state: &Self::State) -> Map<String, Value> {
+        Map::from_iter([("setup_threads".to_string(), Value::from(state.0.clone()))])
+    }
+    fn op(state: &Self::State, _t: usize, _ctx: &mut ThreadCtx) -> Result<()> {
+        std::thread::sleep(Duration::from_micros(100));
+        state.1.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    fn after_point(state: &Self::State) -> Result<Map<String, Value>> {
+        let ops = state.1.load(Ordering::Relaxed);
+        Ok(Map::from_iter([(
+            "ops_in_state".to_string(),
+            Value::from(ops),
+        )]))
+    }
+}
+
+#[test]
+fn a_benchmark_set_up_per_point_starts_each_point_afresh() {
+    let run = RunConfig {
+        threads: vec![1, 2],
+        warmup_s: 0.0,
+        duration_s: 0.1,
+        latency_sample_every: 1,
+        seed: 1,
+    };
+    let mut rec = Recorder::default();
+    let ms = run_micro(&Growing, &[], &run, &mut rec).unwrap();
+    assert_eq!(
+        rec.events,
+        [
+            "setup growing/fresh",
+            "point fresh/1 0/4",
+            "setup growing/fresh",
+            "point fresh/2 1/4",
+            "setup growing/kept",
+            "point kept/1 2/4",
+            "point kept/2 3/4"
+        ]
+    );
+    let in_state = |m: &Measurement| m.derived["ops_in_state"].as_u64().unwrap();
+    // Per point: each setup saw its own point's thread count, and the second point's state
+    // holds its own operations only (an operation in flight at the end may add one per
+    // thread).
+    assert_eq!(ms[0].config["setup_threads"], Value::from(vec![1]));
+    assert_eq!(ms[1].config["setup_threads"], Value::from(vec![2]));
+    assert!(in_state(&ms[0]) >= 1);
+    assert!(
+        in_state(&ms[1]) <= ms[1].ops + 2,
+        "{} vs {}",
+        in_state(&ms[1]),
+        ms[1].ops
+    );
+    assert_eq!(ms[1].config["max_rss_scope"], "point");
+    // Once: both points share the state set up for the whole run.
+    assert_eq!(ms[2].config["setup_threads"], Value::from(vec![1, 2]));
+    assert_eq!(ms[3].config["setup_threads"], Value::from(vec![1, 2]));
+    assert!(in_state(&ms[3]) >= in_state(&ms[2]) + ms[3].ops);
+    // The run's settings are the whole run's either way.
+    for m in &ms {
+        assert_eq!(m.config["threads_list"], Value::from(vec![1, 2]));
+    }
+}
+
 #[test]
 fn run_micro_rejects_unknown_variants_and_bad_settings() {
     let run = RunConfig {

@@ -3,8 +3,11 @@
 //! [`RECORDS_PER_TXN`] records; there is no logical contention, so what limits scaling is
 //! the engine's free-space management, buffer pool and log.
 //!
-//! Table `insert_<worker>(k INT8 PRIMARY KEY, v BYTES(100))`, keys ascending per worker
-//! (continuing across points), values of [`VALUE_BYTES`] bytes derived from the key. An
+//! Table `insert_<worker>(k INT8 PRIMARY KEY, v BYTES(100))`, keys ascending per worker,
+//! values of [`VALUE_BYTES`] bytes derived from the key. Every point starts from empty
+//! tables in a new database whose pool holds what the point can insert
+//! ([`Insert::pool_bytes`]; `MicroBench::setup_per_point`), so a later point neither starts
+//! from a larger tree nor runs with a pool that the earlier points filled. An
 //! operation is one transaction of 1,000 inserts, so `ops_per_s` counts transactions; the
 //! derived `records_per_s` counts records.
 //!
@@ -29,8 +32,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const RECORDS_PER_TXN: u64 = 1_000;
 /// Bytes of each record's value.
 pub const VALUE_BYTES: usize = 100;
-/// Pool bytes per worker (the tables grow for the whole run: about 1 M records/s × 150 B).
-const POOL_BYTES_PER_WORKER: u64 = 256 << 20;
+/// Records per second one busy processor is assumed not to exceed, for sizing the pool:
+/// about 1.2 × the 1.27 M records/s one Shoal worker reached on the development machine
+/// (2026-11-27, docs/benchmarks.md update 14).
+pub const RECORDS_PER_CPU_S_CEILING: u64 = 1_500_000;
+/// Pool bytes a record takes in the tree (its 108 B of key and value, slot and record
+/// headers, leaves loaded in key order nearly full: about 125 B), with some to spare.
+pub const TREE_BYTES_PER_RECORD: u64 = 140;
 
 /// The `insert` workload on one engine.
 pub struct Insert {
@@ -42,6 +50,8 @@ pub struct Insert {
 pub enum InsertState {
     /// Shoal.
     Shoal {
+        /// Pool size in bytes.
+        pool_bytes: u64,
         /// The database.
         db: ShoalDb,
         /// Worker `i`'s table.
@@ -51,6 +61,8 @@ pub enum InsertState {
     },
     /// SQLite.
     Sqlite {
+        /// Page cache size per connection in bytes.
+        pool_bytes: u64,
         /// The database and its connections.
         db: SqliteDb,
         /// Records worker `i` has committed.
@@ -58,6 +70,8 @@ pub enum InsertState {
     },
     /// An in-process peer ([`super::peers`]) with the tables.
     Peer {
+        /// Buffer size in bytes.
+        pool_bytes: u64,
         /// The peer's connections.
         db: Box<dyn InsertPeer>,
         /// Records worker `i` has committed.
@@ -76,14 +90,34 @@ pub fn value_of(k: u64) -> [u8; VALUE_BYTES] {
 }
 
 impl Insert {
-    /// The pool (page cache) size in bytes for a run of `workers` threads.
-    pub fn pool_bytes(&self, workers: usize) -> u64 {
-        self.opts
-            .pool_bytes(POOL_BYTES_PER_WORKER * workers as u64 / 2)
+    /// The pool (page cache) size in bytes for a point of `run` (one thread count): room for
+    /// everything its workers can insert during warm-up and measurement, at most
+    /// [`RECORDS_PER_CPU_S_CEILING`] records per second on each processor they can keep
+    /// busy, [`TREE_BYTES_PER_RECORD`] bytes each; `--pool-size` overrides it. A faster
+    /// machine than assumed fills the pool before the point ends and shows it in the
+    /// point's `buffer_hit_ratio` and write-back counters.
+    pub fn pool_bytes(&self, run: &RunConfig) -> u64 {
+        let workers = run.threads.iter().copied().max().unwrap_or(1);
+        let busy = workers.min(crate::sys::available_cpus()) as f64;
+        let seconds = run.warmup_s + run.duration_s;
+        let data = busy * seconds * (RECORDS_PER_CPU_S_CEILING * TREE_BYTES_PER_RECORD) as f64;
+        // `--size memory` makes the pool twice the data, as for the other workloads: the
+        // page cleaner writes every dirty page, old or not, once over half the pool is dirty
+        // (`DIRTY_HIGH_PERCENT`), and here every page is dirty.
+        self.opts.pool_bytes(data as u64)
     }
 }
 
 impl InsertState {
+    /// The pool (page cache, buffer) size the engine was given, in bytes.
+    pub fn pool_bytes(&self) -> u64 {
+        match self {
+            InsertState::Shoal { pool_bytes, .. }
+            | InsertState::Sqlite { pool_bytes, .. }
+            | InsertState::Peer { pool_bytes, .. } => *pool_bytes,
+        }
+    }
+
     fn committed(&self) -> &[CachePadded<AtomicU64>] {
         match self {
             InsertState::Shoal { committed, .. }
@@ -110,7 +144,7 @@ impl InsertState {
                     }
                 })
                 .collect(),
-            InsertState::Sqlite { db, committed } => {
+            InsertState::Sqlite { db, committed, .. } => {
                 let c = db.conn(0)?;
                 (0..committed.len())
                     .map(|i| {
@@ -121,7 +155,7 @@ impl InsertState {
                     })
                     .collect()
             }
-            InsertState::Peer { db, committed } => {
+            InsertState::Peer { db, committed, .. } => {
                 (0..committed.len()).map(|i| db.count(i)).collect()
             }
         }
@@ -144,7 +178,9 @@ impl MicroBench for Insert {
     }
 
     fn config(&self) -> Map<String, Value> {
-        let mut m = self.opts.to_json(self.pool_bytes(1));
+        // The pool is sized per point: `describe` reports it.
+        let mut m = self.opts.to_json(0);
+        m.remove("pool_size_bytes");
         m.insert("records_per_txn".into(), RECORDS_PER_TXN.into());
         m.insert("value_bytes".into(), VALUE_BYTES.into());
         m
@@ -155,7 +191,7 @@ impl MicroBench for Insert {
         let committed = (0..workers)
             .map(|_| CachePadded::new(AtomicU64::new(0)))
             .collect();
-        let pool = self.pool_bytes(workers);
+        let pool = self.pool_bytes(run);
         match self.opts.engine {
             EngineKind::Shoal => {
                 let db = ShoalDb::create(&self.opts, pool)?;
@@ -176,6 +212,7 @@ impl MicroBench for Insert {
                 tx.commit()?;
                 db.settle();
                 Ok(InsertState::Shoal {
+                    pool_bytes: pool,
                     db,
                     tables,
                     committed,
@@ -191,14 +228,32 @@ impl MicroBench for Insert {
                         .map_err(|e| BenchError::sqlite(sql.clone(), e))?;
                 }
                 drop(c);
-                Ok(InsertState::Sqlite { db, committed })
+                Ok(InsertState::Sqlite {
+                    pool_bytes: pool,
+                    db,
+                    committed,
+                })
             }
             _ => {
                 let (peer, setup) = peers::peer_for(&self.opts, pool, workers)?;
                 let db = peer.insert(&setup)?;
-                Ok(InsertState::Peer { db, committed })
+                Ok(InsertState::Peer {
+                    pool_bytes: pool,
+                    db,
+                    committed,
+                })
             }
         }
+    }
+
+    fn setup_per_point(&self, _variant: &str) -> bool {
+        true
+    }
+
+    fn describe(state: &InsertState) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("pool_size_bytes".into(), state.pool_bytes().into());
+        m
     }
 
     fn op(state: &InsertState, thread_idx: usize, ctx: &mut ThreadCtx) -> Result<()> {

@@ -221,7 +221,9 @@ impl WorkloadRun {
             .collect()
     }
 
-    /// The pool size in bytes the workload gives every engine with `opts`.
+    /// The pool size in bytes the workload gives every engine with `opts`. For `insert`,
+    /// the pool of its largest point: the in-process engines are set up again for every
+    /// point with a pool for that point (`Insert::pool_bytes`), the Derby harness once.
     fn pool_bytes(&self, opts: &WorkloadOptions) -> u64 {
         let opts = opts.clone();
         match self.workload {
@@ -235,9 +237,7 @@ impl WorkloadRun {
                 scale: self.scale,
             }
             .pool_bytes(),
-            Workload::Insert => {
-                Insert { opts }.pool_bytes(self.run.threads.iter().copied().max().unwrap_or(1))
-            }
+            Workload::Insert => Insert { opts }.pool_bytes(&self.run),
             Workload::Tpcc => Tpcc {
                 opts,
                 warehouses: self.warehouses,
