@@ -93,14 +93,21 @@ impl Insert {
     /// The pool (page cache) size in bytes for a point of `run` (one thread count): room for
     /// everything its workers can insert during warm-up and measurement, at most
     /// [`RECORDS_PER_CPU_S_CEILING`] records per second on each processor they can keep
-    /// busy, [`TREE_BYTES_PER_RECORD`] bytes each; `--pool-size` overrides it. A faster
-    /// machine than assumed fills the pool before the point ends and shows it in the
-    /// point's `buffer_hit_ratio` and write-back counters.
+    /// busy, [`TREE_BYTES_PER_RECORD`] bytes each, twice that as `--size memory` gives
+    /// every workload, but at most a quarter of the machine's memory; `--pool-size`
+    /// overrides it. A faster machine than assumed, or a point longer than a quarter of the
+    /// memory holds, fills the pool before the point ends and shows it in the point's
+    /// `buffer_hit_ratio` and write-back counters.
     pub fn pool_bytes(&self, run: &RunConfig) -> u64 {
         let workers = run.threads.iter().copied().max().unwrap_or(1);
         let busy = workers.min(crate::sys::available_cpus()) as f64;
         let seconds = run.warmup_s + run.duration_s;
         let data = busy * seconds * (RECORDS_PER_CPU_S_CEILING * TREE_BYTES_PER_RECORD) as f64;
+        // A long point would ask for more than the machine has: the pool (twice this) takes
+        // at most a quarter of its memory (then the point runs with evictions, and its hit
+        // ratio says so).
+        let data =
+            data.min(crate::sys::physical_memory_bytes().map_or(f64::MAX, |m| m as f64 / 8.0));
         // `--size memory` makes the pool twice the data, as for the other workloads: the
         // page cleaner writes every dirty page, old or not, once over half the pool is dirty
         // (`DIRTY_HIGH_PERCENT`), and here every page is dirty.
@@ -353,6 +360,34 @@ mod tests {
     use super::*;
     use crate::runner::{measure_point, PointSpec};
 
+    /// The pool grows with the point's threads (up to the processors) and seconds, and a
+    /// point too long for the machine gets at most a quarter of its memory.
+    #[test]
+    fn the_pool_holds_what_a_point_can_insert() {
+        let b = Insert {
+            opts: WorkloadOptions::new(EngineKind::Shoal),
+        };
+        let run = |threads, duration_s| RunConfig {
+            threads: vec![threads],
+            warmup_s: 1.0,
+            duration_s,
+            ..RunConfig::default()
+        };
+        let per_cpu_s = 2 * RECORDS_PER_CPU_S_CEILING * TREE_BYTES_PER_RECORD;
+        assert_eq!(b.pool_bytes(&run(1, 2.0)), 3 * per_cpu_s);
+        let busy = 2.min(crate::sys::available_cpus()) as u64;
+        assert_eq!(b.pool_bytes(&run(2, 2.0)), 3 * busy * per_cpu_s);
+        let cpus = crate::sys::available_cpus() as u64;
+        assert_eq!(b.pool_bytes(&run(1_000, 2.0)), 3 * cpus * per_cpu_s);
+        let mem = crate::sys::physical_memory_bytes().unwrap();
+        let long = b.pool_bytes(&run(1, 1e9));
+        assert!(long <= mem / 4 && long >= mem / 4 - 4096, "{long} vs {mem}");
+        // --pool-size wins.
+        let mut fixed = b.opts.clone();
+        fixed.pool_size_bytes = Some(64 << 20);
+        assert_eq!(Insert { opts: fixed }.pool_bytes(&run(2, 2.0)), 64 << 20);
+    }
+
     #[test]
     fn both_engines_insert_what_they_commit() {
         for engine in EngineKind::EMBEDDED {
@@ -361,13 +396,15 @@ mod tests {
             let b = Insert { opts };
             let run = RunConfig {
                 threads: vec![2],
+                warmup_s: 0.0,
+                duration_s: 0.3,
                 ..RunConfig::default()
             };
             let state = b.setup("insert", &run).unwrap();
             let spec = PointSpec {
                 threads: 2,
-                warmup_s: 0.0,
-                duration_s: 0.3,
+                warmup_s: run.warmup_s,
+                duration_s: run.duration_s,
                 latency_sample_every: 1,
                 seed: 3,
             };

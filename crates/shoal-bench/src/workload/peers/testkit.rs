@@ -7,14 +7,17 @@ use serde_json::Value;
 
 /// A setup for two workers and a 0.3 s point with two threads.
 pub(crate) fn two_threads() -> (RunConfig, PointSpec) {
+    // The run's times match the point's: `insert` sizes its pool from them.
     let run = RunConfig {
         threads: vec![2],
+        warmup_s: 0.0,
+        duration_s: 0.3,
         ..RunConfig::default()
     };
     let spec = PointSpec {
         threads: 2,
-        warmup_s: 0.0,
-        duration_s: 0.3,
+        warmup_s: run.warmup_s,
+        duration_s: run.duration_s,
         latency_sample_every: 1,
         seed: 7,
     };
