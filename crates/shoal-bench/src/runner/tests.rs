@@ -208,15 +208,20 @@ impl Observer for Recorder {
     }
 }
 
-#[test]
-fn run_micro_sweeps_variants_and_threads() {
-    let run = RunConfig {
+/// A short run over 1 and 2 threads, for the `run_micro` tests.
+fn sweep() -> RunConfig {
+    RunConfig {
         threads: vec![1, 2],
         warmup_s: 0.0,
         duration_s: 0.1,
         latency_sample_every: 1,
         seed: 1,
-    };
+    }
+}
+
+#[test]
+fn run_micro_sweeps_variants_and_threads() {
+    let run = sweep();
     let mut rec = Recorder::default();
     let ms = run_micro(&Sleepy, &[], &run, &mut rec).unwrap();
     assert_eq!(
@@ -294,13 +299,7 @@ impl MicroBench for Growing {
 
 #[test]
 fn a_benchmark_set_up_per_point_starts_each_point_afresh() {
-    let run = RunConfig {
-        threads: vec![1, 2],
-        warmup_s: 0.0,
-        duration_s: 0.1,
-        latency_sample_every: 1,
-        seed: 1,
-    };
+    let run = sweep();
     let mut rec = Recorder::default();
     let ms = run_micro(&Growing, &[], &run, &mut rec).unwrap();
     assert_eq!(

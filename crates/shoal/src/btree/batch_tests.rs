@@ -6,6 +6,7 @@
 
 use super::tests::{key, open, value};
 use super::{BTree, LockSpace};
+use crate::engine::Engine;
 use crate::error::Error;
 use crate::io::{FaultConfig, FaultStorage};
 use crate::txn::IsolationLevel;
@@ -19,6 +20,20 @@ fn assert_same_as_get(t: &BTree, keys: &[Vec<u8>]) {
     for (k, v) in keys.iter().zip(got) {
         assert_eq!(v, t.get(k).unwrap(), "key {k:02x?}");
     }
+}
+
+/// A tree locking as table `table` of database 9, holding the even keys `0, 2, ..,
+/// 2(n - 1)` with values of `len(i)` bytes, committed.
+fn locked_tree(e: &Engine, table: u32, n: u64, len: impl Fn(u64) -> usize) -> BTree {
+    let t = BTree::create(e.txns(), e.space())
+        .unwrap()
+        .with_locking(LockSpace { db: 9, table });
+    let mut tx = e.begin();
+    for i in 0..n {
+        t.insert(&mut tx, &key(i * 2), &value(i, len(i))).unwrap();
+    }
+    tx.commit().unwrap();
+    t
 }
 
 proptest! {
@@ -79,14 +94,7 @@ fn get_many_checks_every_key_before_reading() {
 fn get_many_in_reads_as_get_in() {
     let disk = FaultStorage::new(FaultConfig::new(3)).unwrap();
     let e = open(&disk, 256);
-    let t = BTree::create(e.txns(), e.space())
-        .unwrap()
-        .with_locking(LockSpace { db: 9, table: 1 });
-    let mut tx = e.begin();
-    for i in 0..2000u64 {
-        t.insert(&mut tx, &key(i * 2), &value(i, 16)).unwrap();
-    }
-    tx.commit().unwrap();
+    let t = locked_tree(&e, 1, 2000, |_| 16);
     let probes: Vec<Vec<u8>> = [1999u64, 4, 3, 4, 3998, 5000, 1]
         .iter()
         .map(|&k| key(k))
@@ -133,14 +141,7 @@ fn get_many_in_reads_as_get_in() {
 fn get_many_in_waits_for_an_uncommitted_writer() {
     let disk = FaultStorage::new(FaultConfig::new(4)).unwrap();
     let e = open(&disk, 256);
-    let t = BTree::create(e.txns(), e.space())
-        .unwrap()
-        .with_locking(LockSpace { db: 9, table: 2 });
-    let mut tx = e.begin();
-    for i in 0..500u64 {
-        t.insert(&mut tx, &key(i * 2), &value(i, 16)).unwrap();
-    }
-    tx.commit().unwrap();
+    let t = locked_tree(&e, 2, 500, |_| 16);
     let mut writer = e.begin();
     t.insert(&mut writer, &key(7), b"uncommitted").unwrap();
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -170,15 +171,7 @@ fn get_many_in_waits_for_an_uncommitted_writer() {
 fn read_many_for_update_then_write_each() {
     let disk = FaultStorage::new(FaultConfig::new(5)).unwrap();
     let e = open(&disk, 256);
-    let t = BTree::create(e.txns(), e.space())
-        .unwrap()
-        .with_locking(LockSpace { db: 9, table: 3 });
-    let mut tx = e.begin();
-    for i in 0..3000u64 {
-        let len = if i == 40 { 3000 } else { 20 };
-        t.insert(&mut tx, &key(i * 2), &value(i, len)).unwrap();
-    }
-    tx.commit().unwrap();
+    let t = locked_tree(&e, 3, 3000, |i| if i == 40 { 3000 } else { 20 });
 
     let mut tx = e.begin();
     let long = vec![1u8; t.max_key_bytes() + 1];
