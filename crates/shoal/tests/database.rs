@@ -620,6 +620,37 @@ fn updates_many_rows_at_once() {
     assert!(db.verify().unwrap().is_ok());
 }
 
+/// `update_many_with_view` sees a row that an earlier change of the same call moved to a
+/// later key: the batch read that key before the move (absent), so it is read again.
+#[test]
+fn updates_many_rows_one_of_which_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = loaded(dir.path(), 10);
+    let keys = [[Value::Int8(5)], [Value::Int8(40)]];
+    let refs: Vec<&[Value]> = keys.iter().map(|k| &k[..]).collect();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let found = t
+        .update_many_with_view(&mut tx, &refs, |i, v| {
+            let Value::Int8(b) = v.value(3)? else {
+                panic!("balance is INT8")
+            };
+            let change = Row::new().with("balance", b + 1_000);
+            // The first change moves row 5 to key 40.
+            Ok(if i == 0 {
+                change.with("id", 40i64)
+            } else {
+                change
+            })
+        })
+        .unwrap();
+    assert_eq!(found, [true, true]);
+    let row = t.get(&mut tx, &[Value::Int8(40)]).unwrap().unwrap();
+    assert_eq!(row.get::<i64>("balance").unwrap(), 3_005);
+    assert!(t.get(&mut tx, &[Value::Int8(5)]).unwrap().is_none());
+    tx.commit().unwrap();
+    assert!(db.verify().unwrap().is_ok());
+}
+
 /// `get_with` and `scan_first_with`: rows read in place as `RowView`s, one column at a time.
 #[test]
 fn reads_with_row_views() {

@@ -327,7 +327,12 @@ fn a_benchmark_set_up_per_point_starts_each_point_afresh() {
         in_state(&ms[1]),
         ms[1].ops
     );
-    assert_eq!(ms[1].config["max_rss_scope"], "point");
+    // "process" where the peak cannot be reset (not Linux, or `clear_refs` refused).
+    assert!(
+        ["point", "process"].contains(&ms[1].config["max_rss_scope"].as_str().unwrap()),
+        "{}",
+        ms[1].config["max_rss_scope"]
+    );
     // Once: both points share the state set up for the whole run.
     assert_eq!(ms[2].config["setup_threads"], Value::from(vec![1, 2]));
     assert_eq!(ms[3].config["setup_threads"], Value::from(vec![1, 2]));

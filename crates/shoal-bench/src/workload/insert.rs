@@ -373,13 +373,18 @@ mod tests {
             duration_s,
             ..RunConfig::default()
         };
-        let per_cpu_s = 2 * RECORDS_PER_CPU_S_CEILING * TREE_BYTES_PER_RECORD;
-        assert_eq!(b.pool_bytes(&run(1, 2.0)), 3 * per_cpu_s);
-        let busy = 2.min(crate::sys::available_cpus()) as u64;
-        assert_eq!(b.pool_bytes(&run(2, 2.0)), 3 * busy * per_cpu_s);
-        let cpus = crate::sys::available_cpus() as u64;
-        assert_eq!(b.pool_bytes(&run(1_000, 2.0)), 3 * cpus * per_cpu_s);
+        // Data of `cpu_s` busy processor-seconds, capped at an eighth of the memory; the
+        // pool is twice that (`--size memory`).
         let mem = crate::sys::physical_memory_bytes().unwrap();
+        let pool = |cpu_s: u64| {
+            let data = cpu_s * RECORDS_PER_CPU_S_CEILING * TREE_BYTES_PER_RECORD;
+            2 * (data as f64).min(mem as f64 / 8.0) as u64
+        };
+        assert_eq!(b.pool_bytes(&run(1, 2.0)), pool(3));
+        let busy = 2.min(crate::sys::available_cpus()) as u64;
+        assert_eq!(b.pool_bytes(&run(2, 2.0)), pool(3 * busy));
+        let cpus = crate::sys::available_cpus() as u64;
+        assert_eq!(b.pool_bytes(&run(1_000, 2.0)), pool(3 * cpus));
         let long = b.pool_bytes(&run(1, 1e9));
         assert!(long <= mem / 4 && long >= mem / 4 - 4096, "{long} vs {mem}");
         // --pool-size wins.

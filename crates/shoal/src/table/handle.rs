@@ -336,10 +336,12 @@ impl Table {
     /// ([`BTree::read_many_for_update`]), then, in order, hands row `i` to `change(i, view)`
     /// and writes the changes it returns. Element `i` of the result is false (and `change`
     /// is not called for it) if there is no row with key `keys[i]`. Each row's write is a
-    /// statement of its own, as a call of `update_with_view` is, and a key given more than
-    /// once sees the changes made for its earlier occurrences (it is read again). Finding
-    /// repeated keys costs O(n²) key comparisons: this is meant for the handful of rows of
-    /// one transaction.
+    /// statement of its own, as a call of `update_with_view` is, and each row is seen as
+    /// the earlier changes left it: a key given more than once is read again for its later
+    /// occurrences, and after a change that may have moved a row to another primary key
+    /// (one not patched in place) every later key is read again. Finding repeated keys
+    /// costs O(n²) key comparisons: this is meant for the handful of rows of one
+    /// transaction.
     ///
     /// # Errors
     /// As [`Table::update_with_view`], for the first row that fails; the rows before it
@@ -358,30 +360,35 @@ impl Table {
         let refs: Vec<&[u8]> = pks.iter().map(Vec::as_slice).collect();
         let reads = self.primary.read_many_for_update(txn, &refs)?;
         let mut out = Vec::with_capacity(keys.len());
+        // True once a write took the general path, which may move its row to a new primary
+        // key: the batch's reads of the keys after it may then be out of date.
+        let mut moved = false;
         for (i, (pk, read)) in pks.iter().zip(reads).enumerate() {
             // A key given again is read again, after the earlier change of its row (the
-            // batch read it before that change).
-            let read = match pks[..i].contains(pk) {
+            // batch read it before that change); so is every key after a possible move.
+            let read = match moved || pks[..i].contains(pk) {
                 true => self.primary.read_for_update(txn, pk)?,
                 false => read,
             };
             out.push(read.is_some());
             if let Some(read) = read {
-                self.write_changed(txn, pk, read, |view| change(i, view))?;
+                moved |= !self.write_changed(txn, pk, read, |view| change(i, view))?;
             }
         }
         Ok(out)
     }
 
     /// The write of [`Table::update_with_view`]: the row `read` (of primary key `pk`)
-    /// changed as `change` says, patched in place when it can be.
+    /// changed as `change` says, patched in place when it can be. Returns true if it was
+    /// patched in place (so the row kept its primary key), false if the change took the
+    /// general path (which may have moved the row to a new primary key).
     fn write_changed(
         &self,
         txn: &mut Transaction<'_>,
         pk: &[u8],
         read: ReadForUpdate<'_>,
         change: impl FnOnce(&RowView<'_>) -> Result<Row>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let (changes, patched) = {
             let view = RowView::new(&self.def, read.value())?;
             let changes = change(&view)?;
@@ -389,10 +396,14 @@ impl Table {
             (changes, patched)
         };
         match patched {
-            Some(new) => statement(txn, |txn| self.primary.write_read(txn, pk, read, &new)),
+            Some(new) => {
+                statement(txn, |txn| self.primary.write_read(txn, pk, read, &new))?;
+                Ok(true)
+            }
             None => {
                 let old = decode_row(&self.def, read.value())?;
-                self.apply_update(txn, pk, &old, &changes, read)
+                self.apply_update(txn, pk, &old, &changes, read)?;
+                Ok(false)
             }
         }
     }
