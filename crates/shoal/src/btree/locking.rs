@@ -226,27 +226,23 @@ impl BTree {
         // taken before the reads.
         txn.lock(&s.table(), mgl::IS, LockDuration::Long, Wait::Yes)?;
         let bound = txn.manager().commit_lsn_cached();
-        let mut out = Vec::with_capacity(keys.len());
-        let mut again = Vec::new();
-        self.get_many_with_lsn(keys, |i, v, lsn| {
-            if lsn >= bound {
-                again.push(i);
-            }
-            out.push(v);
-        })?;
-        // A key with a read lock of this transaction's goes through `read_locked` too
-        // (what its fast path checks first).
-        if txn.row_lock_count() > 0 {
-            for (i, key) in keys.iter().enumerate() {
-                if txn.holds(&s.key(key), mgl::S, LockDuration::Short) {
-                    again.push(i);
+        let mut read = Vec::with_capacity(keys.len());
+        self.get_many_with_lsn(keys, |_, v, lsn| read.push((v, lsn)))?;
+        // A key whose leaf is not below the bound, or with a read lock of this
+        // transaction's (what `read_locked`'s fast path checks first), is read again there.
+        let has_row_locks = txn.row_lock_count() > 0;
+        keys.iter()
+            .zip(read)
+            .map(|(key, (v, lsn))| {
+                if lsn >= bound
+                    || (has_row_locks && txn.holds(&s.key(key), mgl::S, LockDuration::Short))
+                {
+                    self.read_locked(txn, s, key)
+                } else {
+                    Ok(v)
                 }
-            }
-        }
-        for i in again {
-            out[i] = self.read_locked(txn, s, keys[i])?;
-        }
-        Ok(out)
+            })
+            .collect()
     }
 
     /// Reads `key` under the read lock of `txn`'s level: locks (no latch held), reads, and

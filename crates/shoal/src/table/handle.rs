@@ -338,8 +338,8 @@ impl Table {
     /// is not called for it) if there is no row with key `keys[i]`. Each row's write is a
     /// statement of its own, as a call of `update_with_view` is, and each row is seen as
     /// the earlier changes left it: a key given more than once is read again for its later
-    /// occurrences, and after a change that may have moved a row to another primary key
-    /// (one not patched in place) every later key is read again. Finding repeated keys
+    /// occurrences, and after a change that moved a row to another primary key every later
+    /// key is read again. Finding repeated keys
     /// costs O(n²) key comparisons: this is meant for the handful of rows of one
     /// transaction.
     ///
@@ -360,28 +360,27 @@ impl Table {
         let refs: Vec<&[u8]> = pks.iter().map(Vec::as_slice).collect();
         let reads = self.primary.read_many_for_update(txn, &refs)?;
         let mut out = Vec::with_capacity(keys.len());
-        // True once a write took the general path, which may move its row to a new primary
-        // key: the batch's reads of the keys after it may then be out of date.
+        // True once a write moved its row to a new primary key: the batch's reads of the
+        // keys after it may then be out of date (the new key may be one of them).
         let mut moved = false;
         for (i, (pk, read)) in pks.iter().zip(reads).enumerate() {
             // A key given again is read again, after the earlier change of its row (the
-            // batch read it before that change); so is every key after a possible move.
+            // batch read it before that change); so is every key after a move.
             let read = match moved || pks[..i].contains(pk) {
                 true => self.primary.read_for_update(txn, pk)?,
                 false => read,
             };
             out.push(read.is_some());
             if let Some(read) = read {
-                moved |= !self.write_changed(txn, pk, read, |view| change(i, view))?;
+                moved |= self.write_changed(txn, pk, read, |view| change(i, view))?;
             }
         }
         Ok(out)
     }
 
     /// The write of [`Table::update_with_view`]: the row `read` (of primary key `pk`)
-    /// changed as `change` says, patched in place when it can be. Returns true if it was
-    /// patched in place (so the row kept its primary key), false if the change took the
-    /// general path (which may have moved the row to a new primary key).
+    /// changed as `change` says, patched in place when it can be. Returns true if the
+    /// change moved the row to a new primary key.
     fn write_changed(
         &self,
         txn: &mut Transaction<'_>,
@@ -398,12 +397,11 @@ impl Table {
         match patched {
             Some(new) => {
                 statement(txn, |txn| self.primary.write_read(txn, pk, read, &new))?;
-                Ok(true)
+                Ok(false)
             }
             None => {
                 let old = decode_row(&self.def, read.value())?;
-                self.apply_update(txn, pk, &old, &changes, read)?;
-                Ok(false)
+                self.apply_update(txn, pk, &old, &changes, read)
             }
         }
     }
@@ -437,7 +435,7 @@ impl Table {
     /// Replaces the X-locked row `old` at `pk` (as `read` from the primary tree) by `old`
     /// with `changes`, as one statement. A row that keeps its primary key is written on the
     /// leaf it was read from when that is unchanged (`BTree::write_read`: no second
-    /// descent).
+    /// descent). Returns true if the row moved to a new primary key.
     fn apply_update(
         &self,
         txn: &mut Transaction<'_>,
@@ -445,7 +443,7 @@ impl Table {
         old: &[Value],
         changes: &Row,
         read: ReadForUpdate<'_>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let (new, _changed) = self.def.check_update(old, changes)?;
         let new_pk = self.def.primary_key_of(&new)?;
         statement(txn, |txn| {
@@ -469,7 +467,7 @@ impl Table {
                         .map_err(|e| self.name_duplicate(Some(i), e))?;
                 }
             }
-            Ok(())
+            Ok(new_pk != pk)
         })
     }
 

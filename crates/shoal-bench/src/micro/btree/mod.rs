@@ -320,16 +320,12 @@ impl Observer for ContextRatio<'_> {
         let mut m = m.clone();
         if m.bench == NAME && m.variant == BTREEMAP_VARIANT {
             self.btreemap_ops_per_s.insert(m.threads, m.ops_per_s);
-        } else if m.bench == NAME && (m.variant == "lookup-resident" || m.variant == "lookup-batch")
-        {
-            let lookups = match m.variant.as_str() {
-                "lookup-batch" => {
-                    let l = m.ops_per_s * BATCH_KEYS as f64;
-                    m.derived.insert("lookups_per_s".into(), Value::from(l));
-                    l
-                }
-                _ => m.ops_per_s,
-            };
+        } else if let Some(keys_per_op) = lookups_per_op(&m.variant).filter(|_| m.bench == NAME) {
+            let lookups = m.ops_per_s * keys_per_op as f64;
+            if keys_per_op > 1 {
+                m.derived
+                    .insert("lookups_per_s".into(), Value::from(lookups));
+            }
             if let Some(&base) = self.btreemap_ops_per_s.get(&m.threads) {
                 let ratio = if base > 0.0 {
                     Value::from(lookups / base)
@@ -342,6 +338,16 @@ impl Observer for ContextRatio<'_> {
         self.inner.point_finished(point, &m)?;
         self.measurements.push(m);
         Ok(())
+    }
+}
+
+/// Keys one operation of `variant` looks up, for the variants compared with the
+/// [`BTREEMAP_VARIANT`] point (`None` for the others).
+fn lookups_per_op(variant: &str) -> Option<u64> {
+    match variant {
+        "lookup-resident" => Some(1),
+        "lookup-batch" => Some(BATCH_KEYS),
+        _ => None,
     }
 }
 

@@ -192,10 +192,8 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
     // roll back): their stock rows are updated together, their misses overlapped
     // (`update_many_with_view`), then their order lines inserted — the spec's work per line,
     // grouped by table.
-    let valid = items
-        .iter()
-        .position(Option::is_none)
-        .unwrap_or(items.len());
+    let priced: Vec<(i64, bool)> = items.iter().map_while(|item| *item).collect();
+    let valid = priced.len();
     let lines = &inp.lines[..valid];
     let stock_keys: Vec<[V; 2]> = lines.iter().map(|l| [i4(l.supply_w), i4(l.i_id)]).collect();
     let stock_refs: Vec<&[V]> = stock_keys.iter().map(|k| &k[..]).collect();
@@ -226,11 +224,9 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
         return Err(missing("stock"));
     }
     let mut total = 0i64;
-    for (n, ((line, dist_info), item)) in lines.iter().zip(dist_info).zip(&items).enumerate() {
-        // Every line here has its item (they come before the first unused one).
-        let Some((price, i_original)) = *item else {
-            return Ok(Err(Rollback::UnusedItem));
-        };
+    for (n, ((line, dist_info), &(price, i_original))) in
+        lines.iter().zip(dist_info).zip(&priced).enumerate()
+    {
         // The brand-generic flag is shown to the terminal only.
         let _brand = i_original && s_original[n];
         let amount = price * i64::from(line.qty);
