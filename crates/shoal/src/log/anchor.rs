@@ -17,7 +17,13 @@
 //! so the log must reach the floor; (A4) the writer of the log never has more than
 //! `unsynced_window_bytes` written but not synced, so a valid record further than that after
 //! a bad one proves damage in the middle of the log (format rule L3), while closer ones may be
-//! leftovers of writes a crash reordered.
+//! leftovers of writes a crash reordered; (A5) raising `start_lsn` raises `durable_floor` to
+//! the log's durable end at that moment (which a sync covered, as A3 asks), so the records
+//! from the start up to there must all be found again at open — a segment file holding the
+//! start that went missing, or a damaged first record, is reported as corruption instead of
+//! opening an empty log that silently drops every commit since the checkpoint. A missing
+//! anchor is taken for one whose creation a crash interrupted only while no segment has been
+//! removed yet (segments are removed only behind a complete anchor, A2).
 
 use crate::error::{Error, Result};
 use crate::io::{OpenOptions, Storage};

@@ -117,7 +117,7 @@ use super::buffer::LogBuffer;
 use super::options::{Durability, LogOptions};
 use super::reader;
 use super::record::{Decoded, LogRecord};
-use super::segment::SegmentSet;
+use super::segment::{self, SegmentSet};
 use crate::buffer::WalHook;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, OpenOptions, Storage, IO_ALIGN};
@@ -227,11 +227,26 @@ impl LogManager {
     pub fn open(storage: Arc<dyn Storage>, options: &LogOptions) -> Result<Arc<LogManager>> {
         options.validate()?;
         let mut segments = SegmentSet::open(storage.clone(), options.segment_size_bytes)?;
-        let old = Anchor::read(&*storage)?.unwrap_or(Anchor {
-            start_lsn: FIRST_LSN,
-            durable_floor: FIRST_LSN,
-            unsynced_window_bytes: 0,
-        });
+        let old = match Anchor::read(&*storage)? {
+            Some(a) => a,
+            // Segments are removed only behind a complete anchor (rule A2): without one,
+            // an oldest segment past the first LSN means the anchor was lost.
+            None if segments.first_lsn() > FIRST_LSN => {
+                return Err(Error::BadFile {
+                    path: ANCHOR_FILE.to_string(),
+                    reason: format!(
+                        "missing or empty, yet the log's oldest segment starts at {}: \
+                         segments are removed only after it was written, so it was lost",
+                        segments.first_lsn()
+                    ),
+                });
+            }
+            None => Anchor {
+                start_lsn: FIRST_LSN,
+                durable_floor: FIRST_LSN,
+                unsynced_window_bytes: 0,
+            },
+        };
         let end = find_end(&segments, old)?;
         // Reader rule 4: nothing past the end may survive to be read as part of the new log;
         // invariant 8: what lies before it is made durable before it is counted as such.
@@ -577,9 +592,13 @@ impl LogManager {
         {
             let mut a = self.anchor.lock();
             if start > a.start_lsn {
+                // Anchor rule A5: the floor rises to the durable end, not just to `start`.
+                // With the floor at `start`, a log whose record at `start` was lost (its
+                // segment file removed, or the record damaged) ended at `start`, reached the
+                // floor and opened empty: every commit since the checkpoint silently gone.
                 let new = Anchor {
                     start_lsn: start,
-                    durable_floor: a.durable_floor.max(start),
+                    durable_floor: a.durable_floor.max(self.durable_lsn()),
                     ..*a
                 };
                 new.write(&*self.storage)?; // anchor rule A2: before the removal
@@ -843,6 +862,20 @@ impl LogManager {
 /// it than the previous writer could have left unsynced (anchor rule A4, format rule L3: then
 /// the log is damaged in the middle); and the log must reach the durable floor (rule A3).
 fn find_end(segments: &SegmentSet, anchor: Anchor) -> Result<Lsn> {
+    // Recycling removes only segments wholly below the start (anchor rule A2), so an
+    // oldest file above the start means the file holding the start is gone.
+    let first = segments.first_lsn();
+    if anchor.start_lsn < first {
+        let seg = segments.segment_bytes();
+        return Err(Error::log_corruption(
+            anchor.start_lsn,
+            format!(
+                "segment file {} holding the log's start is missing (the oldest is {})",
+                segment::segment_file_name(anchor.start_lsn.0 / seg),
+                segment::segment_file_name(first.0 / seg)
+            ),
+        ));
+    }
     let mut r = reader::LogReader::new(segments, anchor.start_lsn)?
         .with_unsynced_window(anchor.unsynced_window_bytes);
     while r.next_record()?.is_some() {}
@@ -886,7 +919,8 @@ fn accepts_direct_io(storage: &dyn Storage) -> Result<bool> {
 /// a file read would return for a hole.
 ///
 /// # Errors
-/// I/O errors of the read.
+/// I/O errors of the read; [`Error::LogCorruption`] if the files end inside that block
+/// (after the first record).
 fn partial_block_below(segments: &SegmentSet, end: Lsn) -> Result<Vec<u8>> {
     let start = align_down(end.0);
     let mut head = vec![0u8; (end.0 - start) as usize];
@@ -894,7 +928,18 @@ fn partial_block_below(segments: &SegmentSet, end: Lsn) -> Result<Vec<u8>> {
         // `start` lies in the segment holding `end`, which recycling keeps (it removes only
         // segments wholly below the start LSN, and the start LSN is at most the end).
         let n = segments.read_at(Lsn(start), &mut head)?;
-        debug_assert!(n == head.len() || end <= FIRST_LSN, "{n} bytes below {end}");
+        if n != head.len() && end > FIRST_LSN {
+            // The end was found by reading up to it, so only a file damaged or removed
+            // meanwhile (or a log whose only segment is gone) gets here.
+            return Err(Error::log_corruption(
+                end,
+                format!(
+                    "the log ends at {end}, but its files hold only {n} of the {} bytes of \
+                     the block below it",
+                    head.len()
+                ),
+            ));
+        }
     }
     Ok(head)
 }

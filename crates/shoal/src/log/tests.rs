@@ -798,3 +798,38 @@ fn read_record_does_not_force_the_log() {
         Err(Error::LogCorruption { .. })
     ));
 }
+
+/// Anchor rule A5: raising the start raises the durable floor to the durable end, so a log
+/// that lost its record at the start — the segment file holding it removed, or the record
+/// damaged — is reported as damaged at open. Before, the floor rose only to the start: the
+/// scan ended there, reached the floor, and the log opened empty, every commit after the
+/// checkpoint silently gone.
+#[test]
+fn a_lost_record_at_the_start_is_corruption_not_an_empty_log() {
+    for remove_file in [false, true] {
+        let (fs, st) = storage(21);
+        let o = with_io(false);
+        let log = LogManager::open(st.clone(), &o).unwrap();
+        let commits = commit_each(&log, 0..400, 300);
+        // A checkpoint's recycling: the start moves to a commit in the last segment.
+        let start = commits[390];
+        log.remove_before(start).unwrap();
+        commit_each(&log, 400..405, 300);
+        drop(log);
+        let seg = o.segment_size_bytes;
+        let name = segment::segment_file_name(start.0 / seg);
+        if remove_file {
+            st.remove(&name).unwrap();
+        } else {
+            fs.flip_bits(&name, start.0 % seg + 20, 0x5a).unwrap();
+        }
+        match LogManager::open(st.clone(), &o) {
+            Err(Error::LogCorruption { .. }) => {}
+            Err(e) => panic!("removed {remove_file}: another error: {e}"),
+            Ok(log) => panic!(
+                "removed {remove_file}: opened, ending at {} (start {start})",
+                log.end_lsn()
+            ),
+        }
+    }
+}
