@@ -53,6 +53,12 @@
 //! 8. **Clean after the write**: a page is marked clean only after its write returned, so a
 //!    flusher that finds it dirty either writes it itself or waits for the writer's latch;
 //!    `flush_all`'s sync therefore follows every write of every page dirty at its start.
+//! 9. **No page from the future**: by rule 5 a page on disk has a page LSN below the log's
+//!    durable end, so a page read with a page LSN at or past `WalHook::current_lsn` (once a
+//!    log exists) is `Error::Corruption`: the log lost records the page depends on. A cheap
+//!    second line: once the new log passes the page's LSN it cannot tell; what guarantees
+//!    that restart refuses such a log is the log anchor's rule A6 (`force_log` raises the
+//!    durable floor above every page it lets be written).
 //!
 //! ## Not done here
 //! No prefetch or read-ahead; one data file per pool; pages are never pinned without a latch

@@ -457,6 +457,20 @@ impl BufferPool {
                 Err(e) => return Err(e),
             }
             header::verify(buf, pid)?;
+            // Buffer rule 9: the WAL rule wrote this page only after the log was durable up
+            // to its page LSN, so a page LSN at or past the end of the log means the log lost
+            // records this page depends on: redo could not bring the page's neighbours up to
+            // it, nor undo undo it.
+            let (lsn, end) = (header::page_lsn(&buf[..]), self.wal.current_lsn());
+            if end != Lsn::ZERO && lsn >= end {
+                return Err(Error::corruption(
+                    pid,
+                    format!(
+                        "page LSN {lsn} is not below the end of the log {end}: log records \
+                         this page depends on were lost"
+                    ),
+                ));
+            }
             AtomicBytesMut::new(self.words(f)).write_from(0, buf);
             Ok(())
         })

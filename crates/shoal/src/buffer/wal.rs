@@ -7,7 +7,8 @@ use crate::types::Lsn;
 /// rule: "force the log up to the page LSN before writing the page").
 pub trait WalHook: Send + Sync {
     /// Makes the log durable up to and including the record at `lsn`; returns when it is.
-    /// Called before every write-back of a page whose page LSN is `lsn`.
+    /// Called before every write-back of a page whose page LSN is `lsn`. The log also makes
+    /// sure that a restart will insist on finding that record (log anchor rule A6).
     ///
     /// # Errors
     /// Any log I/O error; the page is then not written (it stays dirty).

@@ -21,7 +21,10 @@
 //! the log's durable end at that moment (which a sync covered, as A3 asks), so the records
 //! from the start up to there must all be found again at open — a segment file holding the
 //! start that went missing, or a damaged first record, is reported as corruption instead of
-//! opening an empty log that silently drops every commit since the checkpoint. A missing
+//! opening an empty log that silently drops every commit since the checkpoint; (A6) before
+//! a page with page LSN `L` is written to the data file, `durable_floor` is raised above `L`
+//! (to the durable end), so no page on disk depends on log records that a restart could take
+//! for a torn tail (`LogManager`'s `WalHook::force_log`). A missing
 //! anchor is taken for one whose creation a crash interrupted only while no segment has been
 //! removed yet (segments are removed only behind a complete anchor, A2).
 

@@ -836,6 +836,31 @@ impl LogManager {
         Ok(())
     }
 
+    /// Anchor rule A6: before a page whose page LSN is `lsn` (durable already) is written,
+    /// the durable floor is raised above it, to the durable end, unless it is there already.
+    /// A page on disk then never depends on log records that a restart could take for a
+    /// torn tail: a log that lost them ends below the floor, which is reported as damage,
+    /// instead of a restart that redoes and undoes around a page already holding changes of
+    /// transactions whose records are gone (rows of no committed state). Costs one anchor
+    /// write and sync when a page newer than the floor is written (the cleaner's first such
+    /// page in a pass; an eviction of a page changed since the last raise), none otherwise.
+    ///
+    /// # Errors
+    /// I/O errors writing the anchor (the page is then not written).
+    fn floor_above(&self, lsn: Lsn) -> Result<()> {
+        let mut a = self.anchor.lock();
+        if lsn < a.durable_floor {
+            return Ok(());
+        }
+        let new = Anchor {
+            durable_floor: a.durable_floor.max(self.durable_lsn()),
+            ..*a
+        };
+        new.write(&*self.storage)?;
+        *a = new;
+        Ok(())
+    }
+
     /// Anchor rule A3: once a sync crossed into a new segment, record the synced point so
     /// that damage below it is reported as corruption rather than taken for a torn tail.
     fn raise_durable_floor(&self, synced: u64) {
@@ -1024,7 +1049,8 @@ impl WalHook for LogManager {
         if lsn == Lsn::ZERO {
             return Ok(()); // the page was never changed under logging
         }
-        self.wait_durable(lsn)
+        self.wait_durable(lsn)?;
+        self.floor_above(lsn)
     }
 
     fn current_lsn(&self) -> Lsn {

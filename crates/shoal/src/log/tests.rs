@@ -833,3 +833,29 @@ fn a_lost_record_at_the_start_is_corruption_not_an_empty_log() {
         }
     }
 }
+
+/// Anchor rule A6: a page write (`WalHook::force_log` of its page LSN) raises the durable
+/// floor above that LSN, so a log that later loses the record (damaged at its tail, where it
+/// would be taken for a torn write) is reported as damaged at open instead of ending before
+/// a record that a page on disk already reflects.
+#[test]
+fn a_page_write_raises_the_floor_above_its_lsn() {
+    let (fs, st) = storage(22);
+    let o = with_io(false);
+    let log = LogManager::open(st.clone(), &o).unwrap();
+    let commits = commit_each(&log, 0..20, 100);
+    let page_lsn = commits[18];
+    WalHook::force_log(&*log, page_lsn).unwrap(); // the buffer pool writes a page
+    drop(log);
+    let seg = o.segment_size_bytes;
+    let name = segment::segment_file_name(page_lsn.0 / seg);
+    fs.flip_bits(&name, page_lsn.0 % seg + 20, 0x5a).unwrap();
+    match LogManager::open(st, &o) {
+        Err(Error::LogCorruption { .. }) => {}
+        Err(e) => panic!("another error: {e}"),
+        Ok(log) => panic!(
+            "opened, ending at {} below the written page's LSN {page_lsn}",
+            log.end_lsn()
+        ),
+    }
+}
