@@ -56,9 +56,10 @@
 //! 9. **No page from the future**: by rule 5 a page on disk has a page LSN below the log's
 //!    durable end, so a page read with a page LSN at or past `WalHook::current_lsn` (once a
 //!    log exists) is `Error::Corruption`: the log lost records the page depends on. A cheap
-//!    second line: once the new log passes the page's LSN it cannot tell; what guarantees
-//!    that restart refuses such a log is the log anchor's rule A6 (`force_log` raises the
-//!    durable floor above every page it lets be written).
+//!    second line: once the new log passes the page's LSN it cannot tell. What makes
+//!    restart refuse such a log is the log anchor's rule A6 (`WalHook::force_log` raises the
+//!    durable floor above every page the cleaner, a checkpoint or a close writes); the
+//!    write-back of an eviction uses `WalHook::force_log_for_eviction`, which does not.
 //!
 //! ## Not done here
 //! No prefetch or read-ahead; one data file per pool; pages are never pinned without a latch

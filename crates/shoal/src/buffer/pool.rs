@@ -505,7 +505,7 @@ impl BufferPool {
             let old = PageId(fr.page_id.load(Relaxed));
             if old.is_valid() {
                 if fr.dirty.load(Relaxed) {
-                    self.write_back(i as u32)?;
+                    self.write_back_with(i as u32, true)?;
                 }
                 self.table.remove(&self.frames, old, i as u32);
                 self.counters.evictions.incr();
@@ -546,6 +546,12 @@ impl BufferPool {
     /// the page LSN (buffer rule 5). The checksum is sealed on a private copy. The page is
     /// marked clean only after the write succeeded (rule 8).
     pub(crate) fn write_back(&self, f: u32) -> Result<()> {
+        self.write_back_with(f, false)
+    }
+
+    /// [`BufferPool::write_back`]; `eviction` for the write-back of a victim
+    /// ([`WalHook::force_log_for_eviction`]).
+    fn write_back_with(&self, f: u32, eviction: bool) -> Result<()> {
         let fr = &self.frames[f as usize];
         if !fr.dirty.load(Acquire) {
             return Ok(());
@@ -560,7 +566,11 @@ impl BufferPool {
         with_scratch(self.page_size, |buf| {
             AtomicBytes::new(self.words(f)).read_into(0, buf);
             let lsn = header::page_lsn(&buf[..]);
-            self.wal.force_log(lsn)?;
+            if eviction {
+                self.wal.force_log_for_eviction(lsn)?;
+            } else {
+                self.wal.force_log(lsn)?;
+            }
             header::seal(buf);
             match self.file.write_all_at(buf, offset) {
                 Ok(()) => {

@@ -260,8 +260,9 @@ fn eviction_forces_log_before_each_write() {
                     let mut g = pool.fix_exclusive(PageId(p)).unwrap();
                     g.page_mut().put_u64(COUNTER, i);
                     g.mark_dirty();
-                    // "Append a log record": take the next LSN, then set the page LSN.
-                    let lsn = wal.next.fetch_add(10, SeqCst) + 10;
+                    // "Append a log record": take the next LSN, then set the page LSN (the
+                    // record's own, below the new end: buffer rule 9).
+                    let lsn = wal.next.fetch_add(10, SeqCst);
                     g.set_page_lsn(Lsn(lsn));
                 }
             })

@@ -14,6 +14,17 @@ pub trait WalHook: Send + Sync {
     /// Any log I/O error; the page is then not written (it stays dirty).
     fn force_log(&self, lsn: Lsn) -> Result<()>;
 
+    /// [`WalHook::force_log`] for the write-back of an eviction (a miss that needs a frame,
+    /// on the requesting thread): the log is made durable up to `lsn`, but the log need not
+    /// make a restart insist on that record (log anchor rule A6 is the cleaner's). Default:
+    /// as `force_log`.
+    ///
+    /// # Errors
+    /// As `force_log`.
+    fn force_log_for_eviction(&self, lsn: Lsn) -> Result<()> {
+        self.force_log(lsn)
+    }
+
     /// The LSN the next log record will receive (the end of the log). Used as the recovery
     /// LSN of a page that becomes dirty (it is ≤ the LSN of the record about to be appended)
     /// and as the cleaner's bound when nothing is dirty.

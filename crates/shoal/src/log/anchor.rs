@@ -22,9 +22,12 @@
 //! from the start up to there must all be found again at open — a segment file holding the
 //! start that went missing, or a damaged first record, is reported as corruption instead of
 //! opening an empty log that silently drops every commit since the checkpoint; (A6) before
-//! a page with page LSN `L` is written to the data file, `durable_floor` is raised above `L`
-//! (to the durable end), so no page on disk depends on log records that a restart could take
-//! for a torn tail (`LogManager`'s `WalHook::force_log`). A missing
+//! the cleaner, a checkpoint or a close writes a page with page LSN `L` to the data file,
+//! `durable_floor` is raised above `L` (to the end of the log, made durable first), so such
+//! a page never depends on log records that a restart could take for a torn tail
+//! (`LogManager`'s `WalHook::force_log`). The write-back of an eviction, on the thread whose
+//! miss needs the frame, is not covered: raising there cost disk-bound New-Order about 10 %
+//! (`docs/benchmarks.md`, update 15). A missing
 //! anchor is taken for one whose creation a crash interrupted only while no segment has been
 //! removed yet (segments are removed only behind a complete anchor, A2).
 
