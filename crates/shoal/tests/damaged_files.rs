@@ -36,7 +36,10 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shoal::btree::ScanDirection;
-use shoal::log::LogOptions;
+use shoal::db::LOCK_FILE;
+use shoal::engine::DATA_FILE;
+use shoal::log::segment::parse_segment_file_name;
+use shoal::log::{LogOptions, ANCHOR_FILE};
 use shoal::table::{Column, ColumnType, IndexDef, Row, TableDef, Value};
 use shoal::{Database, IsolationLevel, Options};
 use std::collections::BTreeMap;
@@ -53,8 +56,6 @@ const LONG_TRIALS: usize = 3_000;
 const TXNS: i64 = 12;
 /// Rows each transaction inserts.
 const ROWS_PER_TXN: i64 = 40;
-/// The file that locks the directory: not part of the database's state.
-const LOCK_FILE: &str = "LOCK";
 
 /// Set (to anything) to print each damage and each error `Database::open` returned.
 const DEBUG_ENV: &str = "SHOAL_DAMAGE_DEBUG";
@@ -85,12 +86,15 @@ fn options() -> Options {
     }
 }
 
+/// Bytes of the log's insert buffer in these databases.
+const LOG_BUFFER_BYTES: usize = 64 << 10;
+
 /// Log segments of `segment_kib` KiB: 64 makes the images span several segment files; 1024
 /// keeps a whole image in one.
 fn log_options(segment_kib: u64) -> LogOptions {
     LogOptions {
         segment_size_bytes: segment_kib << 10,
-        buffer_size_bytes: 64 << 10,
+        buffer_size_bytes: LOG_BUFFER_BYTES,
         preallocate_bytes: 0,
         ..LogOptions::default()
     }
@@ -121,11 +125,11 @@ fn pad(id: i64, version: i64) -> String {
         .collect()
 }
 
-/// Transaction `k`: inserts rows `[k R, (k + 1) R)`, changes an earlier row's group and
-/// pad (an index change and a longer or shorter row) and deletes another earlier row.
 /// One transaction's changes: rows inserted, a row changed, a row deleted.
 type Changes = (Vec<(i64, Cols)>, Option<(i64, Cols)>, Option<i64>);
 
+/// Transaction `k`: inserts rows `[k R, (k + 1) R)`, changes an earlier row's group and
+/// pad (an index change and a longer or shorter row) and deletes another earlier row.
 fn changes(k: i64) -> Changes {
     let inserts = (k * ROWS_PER_TXN..(k + 1) * ROWS_PER_TXN)
         .map(|id| (id, ((id % 9) as i32, pad(id, 0))))
@@ -206,7 +210,7 @@ fn read_files(dir: &Path) -> Files {
         .collect();
     // The anchor first: copied before the segments, it is never newer than they are (as
     // on disk, where it is raised only after what it promises was synced).
-    files.sort_by_key(|(n, _)| (n != "log.anchor", n.clone()));
+    files.sort_by_key(|(n, _)| (n != ANCHOR_FILE, n.clone()));
     files
 }
 
@@ -216,17 +220,28 @@ fn write_files(dir: &Path, files: &Files) {
     }
 }
 
-/// The image of a database closed cleanly after every transaction.
-fn clean_image() -> Image {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::create_with(dir.path(), &options(), &log_options(64)).unwrap();
+/// A database in `dir` with the table and every transaction committed; with
+/// `checkpoint_after`, a checkpoint is taken before transaction `k` (after a pause for the
+/// cleaner).
+fn build(dir: &Path, opts: &Options, segment_kib: u64, checkpoint_after: Option<i64>) -> Database {
+    let db = Database::create_with(dir, opts, &log_options(segment_kib)).unwrap();
     let mut tx = db.begin(IsolationLevel::ReadCommitted);
     db.create_table(&mut tx, def()).unwrap();
     tx.commit().unwrap();
     for k in 0..TXNS {
+        if checkpoint_after == Some(k) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            db.engine().checkpoint().unwrap();
+        }
         run_txn(&db, k);
     }
-    db.close().unwrap();
+    db
+}
+
+/// The image of a database closed cleanly after every transaction.
+fn clean_image() -> Image {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path(), &options(), 64, None).close().unwrap();
     Image {
         files: read_files(dir.path()),
         segment_kib: 64,
@@ -246,17 +261,7 @@ fn crash_image(checkpoint_after: Option<i64>, segment_kib: u64) -> Image {
         cleaner_interval_ms: 2,
         ..options()
     };
-    let db = Database::create_with(dir.path(), &opts, &log_options(segment_kib)).unwrap();
-    let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    db.create_table(&mut tx, def()).unwrap();
-    tx.commit().unwrap();
-    for k in 0..TXNS {
-        if checkpoint_after == Some(k) {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            db.engine().checkpoint().unwrap();
-        }
-        run_txn(&db, k);
-    }
+    let db = build(dir.path(), &opts, segment_kib, checkpoint_after);
     let mut tx = db.begin(IsolationLevel::ReadCommitted);
     let t = db.table(&mut tx, "t").unwrap();
     for id in 0..ROWS_PER_TXN {
@@ -301,8 +306,9 @@ enum Damage {
     },
 }
 
-/// The most log a writer of [`log_options`] leaves written but unsynced (twice its buffer).
-const UNSYNCED_WINDOW_BYTES: u64 = 2 * (64 << 10);
+/// The most log a writer of [`log_options`] leaves written but unsynced (twice its buffer,
+/// anchor rule A4).
+const UNSYNCED_WINDOW_BYTES: u64 = 2 * LOG_BUFFER_BYTES as u64;
 
 /// The LSN just past the last segment file of `files`.
 fn log_end(files: &Files, segment_kib: u64) -> u64 {
@@ -313,10 +319,9 @@ fn log_end(files: &Files, segment_kib: u64) -> u64 {
         .unwrap_or(0)
 }
 
-/// The index of a segment file `log-<16 hex digits>.seg`.
+/// The index of segment file `name` (`None` for another file).
 fn segment_index(name: &str) -> Option<u64> {
-    let hex = name.strip_prefix("log-")?.strip_suffix(".seg")?;
-    u64::from_str_radix(hex, 16).ok()
+    parse_segment_file_name(name).ok().flatten()
 }
 
 impl Damage {
@@ -407,7 +412,7 @@ fn check(
                 | E::PageNotAllocated { .. }
         );
         let no_data_file = matches!(e, E::InvalidArgument { .. })
-            && matches!(d, Some(Damage::Remove { file }) if file == "data.shoal");
+            && matches!(d, Some(Damage::Remove { file }) if file == DATA_FILE);
         if !(damage || no_data_file) {
             Err(format!("an error that does not report damage: {e:?}"))
         } else if e.to_string().trim().is_empty() {

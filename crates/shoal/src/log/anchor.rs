@@ -52,6 +52,14 @@ pub struct Anchor {
 }
 
 impl Anchor {
+    /// This anchor with its durable floor raised to `floor` (never lowered: rule A3).
+    pub fn with_floor(self, floor: Lsn) -> Anchor {
+        Anchor {
+            durable_floor: self.durable_floor.max(floor),
+            ..self
+        }
+    }
+
     /// Reads the anchor, `None` if the file does not exist or is empty. An empty anchor is
     /// what a crash between creating the file and syncing its first write leaves (rule A1
     /// makes the write itself atomic); no segment can have been removed before the first

@@ -598,9 +598,9 @@ impl LogManager {
                 // floor and opened empty: every commit since the checkpoint silently gone.
                 let new = Anchor {
                     start_lsn: start,
-                    durable_floor: a.durable_floor.max(self.durable_lsn()),
                     ..*a
-                };
+                }
+                .with_floor(self.durable_lsn());
                 new.write(&*self.storage)?; // anchor rule A2: before the removal
                 *a = new;
             }
@@ -867,10 +867,7 @@ impl LogManager {
         if lsn < a.durable_floor {
             return Ok(()); // raised meanwhile
         }
-        let new = Anchor {
-            durable_floor: a.durable_floor.max(self.durable_lsn()),
-            ..*a
-        };
+        let new = a.with_floor(self.durable_lsn());
         new.write(&*self.storage)?;
         *a = new;
         Ok(())
@@ -882,10 +879,7 @@ impl LogManager {
         let seg = self.options.segment_size_bytes;
         let mut a = self.anchor.lock();
         if synced / seg > a.durable_floor.0 / seg {
-            let new = Anchor {
-                durable_floor: a.durable_floor.max(Lsn(synced)),
-                ..*a
-            };
+            let new = a.with_floor(Lsn(synced));
             match new.write(&*self.storage) {
                 Ok(()) => *a = new,
                 Err(e) => {

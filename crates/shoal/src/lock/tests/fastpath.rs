@@ -173,8 +173,9 @@ fn weak_vs_strong_stress(duration: Duration, new_owners: bool) {
     }
     thread::sleep(duration);
     // The run must have met the cases it exists for, a strong request that found a fast-path
-    // holder (and, with new owners, a parked slot). On a loaded machine (the whole suite in parallel on two cores) the planned time
-    // may not get there: go on, up to twenty times as long, rather than fail for the load.
+    // holder (and, with new owners, a parked slot). On a loaded machine (the whole suite in
+    // parallel on two cores) the planned time may not get there: go on, up to twenty times
+    // as long, rather than fail for the load.
     let deadline = std::time::Instant::now() + duration * 20;
     let met = || {
         let st = m.stats();
