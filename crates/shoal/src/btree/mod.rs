@@ -140,6 +140,13 @@
 //!     shows committed and reads the rest through `get_in`'s lock path.
 //!     [`BTree::read_many_for_update`] X-locks every key first, then reads them as one
 //!     batch, each read keeping its leaf's version for [`BTree::write_read`] (rule 12).
+//! 16. **Record guess.** A search of a node large enough to interpolate prefetches, before
+//!     it reads the guessed slot, that slot's line and the bytes where the guessed entry's
+//!     record lies if the node's records are in key order (`Node::prefetch_guess`,
+//!     `Slotted::guess_record_in_order`): a node built whole, or filled by appends in key
+//!     order, keeps them so. The slot's miss and the record's then overlap instead of one
+//!     waiting for the other. Only a prefetch: on a node in another order it fetches a
+//!     wrong line, and the search reads slot and record as before.
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's

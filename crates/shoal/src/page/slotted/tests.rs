@@ -437,6 +437,45 @@ fn hinted_page_set_hint_and_unknown_slot_format() {
     assert!(reason.contains("unknown slot format 2"), "{reason}");
 }
 
+#[test]
+fn record_guess_finds_records_laid_in_slot_order() {
+    let mut buf = vec![0u8; 8192];
+    let mut page = init_hinted(buf.as_mut_slice(), ID, PageType::BTreeLeaf, 40);
+    // Two short records first (a B-tree node's fences), then entries of 100 and 104 bytes
+    // alternately, appended in slot order.
+    assert_eq!(page.push(b"f").unwrap(), Ok(()));
+    assert_eq!(page.push(b"gh").unwrap(), Ok(()));
+    let mut n = 0u8;
+    while page
+        .push(&record(100 + 4 * usize::from(n % 2), n))
+        .unwrap()
+        .is_ok()
+    {
+        n += 1;
+    }
+    assert!(n > 50, "{n} entries");
+    let view = Slotted::open(buf.as_slice()).unwrap();
+    for slot in 2..view.slot_count() {
+        let actual = view.record_range(slot).unwrap();
+        let guess = view.guess_record_in_order(2, slot, 0).unwrap();
+        assert!(
+            guess.contains(&actual.start) && guess.end >= actual.end,
+            "slot {slot}: record at {actual:?}, guess {guess:?}"
+        );
+        // With one record before it: the previous slot's record, which lies above.
+        let wider = view.guess_record_in_order(2, slot, 1).unwrap();
+        let above = view.record_range(slot - 1).unwrap();
+        if slot > 2 {
+            assert!(
+                wider.start == guess.start && wider.end >= above.end,
+                "slot {slot}"
+            );
+        }
+    }
+    assert_eq!(view.guess_record_in_order(2, view.slot_count(), 0), None);
+    assert_eq!(view.guess_record_in_order(3, 2, 0), None);
+}
+
 /// Calls every accessor and mutator on `page` (mutators on a copy). None may panic; on a
 /// page that passes `check`, every accessor succeeds and every mutator keeps it valid.
 fn exercise(page: &[u8]) -> Result<(), TestCaseError> {
@@ -464,6 +503,12 @@ fn exercise(page: &[u8]) -> Result<(), TestCaseError> {
             view.used_space(),
         );
         let _ = (view.can_fit(0), view.can_fit(usize::MAX), view.page_id());
+        for (first, slot) in [(0, 0), (2, 2), (0, view.slot_count().saturating_sub(1))] {
+            if let Some(r) = view.guess_record_in_order(first, slot, 2) {
+                prop_assert!(r.start <= r.end && r.end <= page.len(), "{:?}", r);
+            }
+            view.prefetch_record_in_order(first, slot, 2);
+        }
         for slot in 0..view.slot_count() + 2 {
             let got = view.get(slot);
             if valid {
