@@ -294,7 +294,15 @@ fn hint_lower_bound(count: usize, hint: u32, last: u32, hint_at: impl Fn(usize) 
         };
     }
     // Here first < hint <= last, so last > first.
-    let guess = interpolate(count, hint, first, last);
+    hint_search_from(count, interpolate(count, hint, first, last), below)
+}
+
+/// The end of [`hint_lower_bound`] once it has its guess: the first index of `[1, count)`
+/// whose hint is not below the probe's (`below` false), `count` if none, searched outward
+/// from `guess` in `[1, count - 1]` (the answer is known not to be 0: the probe's hint is
+/// above entry 0's). Every index passed to `below` is in `[1, count)`.
+#[inline(always)]
+fn hint_search_from(count: usize, guess: usize, below: impl Fn(usize) -> bool) -> usize {
     if below(guess) {
         // The answer is in (guess, count].
         let end = (guess + INTERPOLATION_WINDOW).min(count - 1);
@@ -625,7 +633,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             return Ok(Err(0));
         }
         let probe = Probe::new(key, self.hint_offset);
-        self.prefetch_guess(count, probe.hint);
+        let guess = self.prefetch_guess(count, probe.hint);
         if self.hint_offset > self.prefix_len {
             match self.cmp_shared(key)? {
                 Ordering::Less => return Ok(Err(0)),
@@ -643,7 +651,10 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         // format, and Slotted::open that the slot array of `count + 2` slots ends inside
         // the page; every index passed is < count.
         let hint_at = |i: usize| page.u32_at(HINTS_AT + NODE_SLOT_SIZE * i);
-        let lo = hint_lower_bound(count, probe.hint, self.s.last_hint(), hint_at);
+        let lo = match guess {
+            Some(g) => hint_search_from(count, g, |i| hint_at(i) < probe.hint),
+            None => hint_lower_bound(count, probe.hint, self.s.last_hint(), hint_at),
+        };
         if lo == count || hint_at(lo) != probe.hint {
             return Ok(Err(lo));
         }
@@ -670,26 +681,29 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// ([`Slotted::prefetch_record_in_order`]), the record of the guessed entry and, in an
     /// inner node, the one before it (whose child a key between two separators takes). So
     /// the slot's miss, the record's and `cmp_shared`'s miss on entry 0 overlap instead of
-    /// following one another. Nothing for a node too small to interpolate or a hint outside
-    /// the first and last entries'. Advisory: on a page changing under an optimistic reader
-    /// it may prefetch wrong lines, never outside the page.
+    /// following one another. Returns the guess, an entry number in `[1, count - 1]`, for
+    /// `hint_search_from`; `None` (and nothing prefetched) for a node too small to
+    /// interpolate or a hint not above the first entry's and not at most the last's, where
+    /// `hint_lower_bound` decides without a guess. Advisory: on a page changing under an
+    /// optimistic reader it may prefetch wrong lines, never outside the page.
     #[inline(always)]
-    fn prefetch_guess(&self, count: usize, hint: u32) {
+    fn prefetch_guess(&self, count: usize, hint: u32) -> Option<usize> {
         if count < INTERPOLATION_MIN_ENTRIES {
-            return;
+            return None;
         }
         let page = self.s.page();
         // In bounds: Node::open checked that the slot array of `count + 2` slots ends inside
         // the page, and every index below is < count.
         let (first, last) = (page.u32_at(HINTS_AT), self.s.last_hint());
         if hint <= first || hint > last {
-            return;
+            return None;
         }
         let g = interpolate(count, hint, first, last);
         page.prefetch(HINTS_AT + NODE_SLOT_SIZE * g);
         let before = usize::from(!self.is_leaf());
         self.s
             .prefetch_record_in_order(FIRST_ENTRY, FIRST_ENTRY + g, before);
+        Some(g)
     }
 
     /// [`Node::search`], trying entry `near` first: `Ok(near)` if it holds `key`, `Err(near)`

@@ -285,9 +285,10 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
         for s in 0..first {
             heap = heap.saturating_sub(self.record_len(s).ok()?);
         }
-        let n = h.slot_count - first;
-        let at = h.free_end + (h.slot_count - 1 - slot) * heap / n;
-        let end = at + (before + 1) * (heap / n) + RECORD_GUESS_SLACK;
+        // The average record length in 1/65536ths of a byte: one division.
+        let avg = (heap << 16) / (h.slot_count - first);
+        let at = h.free_end + (((h.slot_count - 1 - slot) * avg) >> 16);
+        let end = at + (((before + 1) * avg) >> 16) + RECORD_GUESS_SLACK;
         Some(at.saturating_sub(RECORD_GUESS_SLACK).min(h.page_len)..end.min(h.page_len))
     }
 
