@@ -144,9 +144,12 @@
 //!     it reads the guessed slot, that slot's line and the bytes where the guessed entry's
 //!     record lies if the node's records are in key order (`Node::prefetch_guess`,
 //!     `Slotted::guess_record_in_order`): a node built whole, or filled by appends in key
-//!     order, keeps them so. The slot's miss and the record's then overlap instead of one
-//!     waiting for the other. Only a prefetch: on a node in another order it fetches a
-//!     wrong line, and the search reads slot and record as before.
+//!     order, keeps them so; in an inner node the record before the guess is fetched too
+//!     (a key between two separators takes that entry's child). The slot's miss and the
+//!     record's then overlap instead of one waiting for the other. Only a prefetch: on a
+//!     node in another order it fetches a wrong line, and the search reads slot and record
+//!     as before. Where the hints leave a run of equal hints to bisect by the keys, the
+//!     run's records are prefetched before the bisection (`Node::prefetch_run`).
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's

@@ -681,16 +681,18 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(Err(lo))
     }
 
-    /// Prefetches the first line of the records of entries `lo..hi` (at most
-    /// [`RUN_PREFETCH_MAX`]), a run of entries with the probe's hint that [`Node::search`]
-    /// is about to bisect by their keys: the bisection's record reads depend on one another
-    /// (each picks the next), so without this each is a cache miss of its own on a cold
-    /// node; with it they overlap. Runs are long where keys share more than four bytes past
-    /// the hint offset, as the names of a TPC-C `customer_by_name` index do. Reads only the
-    /// run's slots, which the hint search has just read. Advisory, like every prefetch here.
+    /// Prefetches the first line of the records of entries `lo..hi`, a run of entries with
+    /// the probe's hint that [`Node::search`] is about to bisect by their keys (evenly
+    /// spaced, at most [`RUN_PREFETCH_MAX`] of a longer run): the bisection's record reads
+    /// depend on one another (each picks the next), so without this each is a cache miss
+    /// of its own on a cold node; with it they overlap. Runs are long where keys share more
+    /// than four bytes past the hint offset, as the names of a TPC-C `customer_by_name`
+    /// index do. Reads the run's slots, whose lines the hint search has mostly just read.
+    /// Advisory, like every prefetch here.
     fn prefetch_run(&self, lo: usize, hi: usize) {
         let page = self.s.page();
-        for i in lo..hi.min(lo + RUN_PREFETCH_MAX) {
+        let step = (hi - lo).div_ceil(RUN_PREFETCH_MAX).max(1);
+        for i in (lo..hi).step_by(step) {
             if let Ok(r) = self.s.record_range(FIRST_ENTRY + i) {
                 page.prefetch(r.start);
             }
@@ -705,7 +707,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// the slot's miss, the record's and `cmp_shared`'s miss on entry 0 overlap instead of
     /// following one another. Returns the guess, an entry number in `[1, count - 1]`, for
     /// `hint_search_from`; `None` (and nothing prefetched) for a node too small to
-    /// interpolate or a hint not above the first entry's and not at most the last's, where
+    /// interpolate, or a hint at or below the first entry's or above `last_hint`, where
     /// `hint_lower_bound` decides without a guess. Advisory: on a page changing under an
     /// optimistic reader it may prefetch wrong lines, never outside the page.
     #[inline(always)]

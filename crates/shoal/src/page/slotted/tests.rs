@@ -1,6 +1,7 @@
 //! Tests of the slotted layout: examples, a model test against a `Vec` of records (and hints) on plain and
 //! atomic pages of 4 and 64 KiB, and fuzz-style tests that no page bytes make it panic.
 
+use super::view::RECORD_GUESS_SLACK;
 use super::*;
 use crate::page::bytes::{AtomicBytes, AtomicBytesMut, PageWrite};
 use proptest::collection::vec;
@@ -441,10 +442,10 @@ fn hinted_page_set_hint_and_unknown_slot_format() {
 fn record_guess_finds_records_laid_in_slot_order() {
     let mut buf = vec![0u8; 8192];
     let mut page = init_hinted(buf.as_mut_slice(), ID, PageType::BTreeLeaf, 40);
-    // Two short records first (a B-tree node's fences), then entries of 100 and 104 bytes
-    // alternately, appended in slot order.
-    assert_eq!(page.push(b"f").unwrap(), Ok(()));
-    assert_eq!(page.push(b"gh").unwrap(), Ok(()));
+    // Two records of other lengths first (a B-tree node's fences, left out of the average),
+    // then entries of 100 and 104 bytes alternately, appended in slot order.
+    assert_eq!(page.push(&record(60, 200)).unwrap(), Ok(()));
+    assert_eq!(page.push(&record(70, 201)).unwrap(), Ok(()));
     let mut n = 0u8;
     while page
         .push(&record(100 + 4 * usize::from(n % 2), n))
@@ -462,18 +463,28 @@ fn record_guess_finds_records_laid_in_slot_order() {
             guess.contains(&actual.start) && guess.end >= actual.end,
             "slot {slot}: record at {actual:?}, guess {guess:?}"
         );
+        // The guess is one record wide (the average, 102 bytes) plus the slack.
+        assert!(guess.len() <= 104 + 2 * RECORD_GUESS_SLACK, "{guess:?}");
         // With one record before it: the previous slot's record, which lies above.
         let wider = view.guess_record_in_order(2, slot, 1).unwrap();
-        let above = view.record_range(slot - 1).unwrap();
         if slot > 2 {
+            let above = view.record_range(slot - 1).unwrap();
             assert!(
                 wider.start == guess.start && wider.end >= above.end,
                 "slot {slot}"
             );
+            assert!(wider.len() <= 2 * 104 + 2 * RECORD_GUESS_SLACK, "{wider:?}");
+        } else {
+            // There is no record before the first of the run.
+            assert_eq!(wider, guess);
         }
     }
     assert_eq!(view.guess_record_in_order(2, view.slot_count(), 0), None);
     assert_eq!(view.guess_record_in_order(3, 2, 0), None);
+    // Any count of records before is bounded by the run.
+    let last = view.slot_count() - 1;
+    let all = view.guess_record_in_order(2, last, usize::MAX).unwrap();
+    assert!(all.end <= buf.len(), "{all:?}");
 }
 
 /// Calls every accessor and mutator on `page` (mutators on a copy). None may panic; on a
@@ -504,10 +515,12 @@ fn exercise(page: &[u8]) -> Result<(), TestCaseError> {
         );
         let _ = (view.can_fit(0), view.can_fit(usize::MAX), view.page_id());
         for (first, slot) in [(0, 0), (2, 2), (0, view.slot_count().saturating_sub(1))] {
-            if let Some(r) = view.guess_record_in_order(first, slot, 2) {
-                prop_assert!(r.start <= r.end && r.end <= page.len(), "{:?}", r);
+            for before in [0, 2, usize::MAX] {
+                if let Some(r) = view.guess_record_in_order(first, slot, before) {
+                    prop_assert!(r.start <= r.end && r.end <= page.len(), "{:?}", r);
+                }
+                view.prefetch_record_in_order(first, slot, before);
             }
-            view.prefetch_record_in_order(first, slot, 2);
         }
         for slot in 0..view.slot_count() + 2 {
             let got = view.get(slot);

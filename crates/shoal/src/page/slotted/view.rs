@@ -10,7 +10,7 @@ use std::ops::Range;
 
 /// Bytes before and after a guessed record that [`Slotted::prefetch_record_in_order`] also
 /// prefetches, for records whose lengths vary a little around their average.
-const RECORD_GUESS_SLACK: usize = 16;
+pub(super) const RECORD_GUESS_SLACK: usize = 16;
 /// Lines [`Slotted::prefetch_record_in_order`] prefetches at most.
 const RECORD_GUESS_MAX_LINES: usize = 4;
 
@@ -266,9 +266,10 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     /// the heap holds the records of slots `first..slot_count` in slot order, growing down
     /// from the page's end — the order in which a page built by appends, or rebuilt whole,
     /// places them — each of the average length (the heap's bytes, less those of the slots
-    /// before `first`, over the rest): a byte range of the page, widened by
-    /// `RECORD_GUESS_SLACK` bytes either side for lengths that vary a little. `None` if
-    /// `slot` is not in `first..slot_count` or a slot before `first` is out of bounds.
+    /// before `first` and the fragmented bytes, over the rest): a byte range of the page,
+    /// widened by `RECORD_GUESS_SLACK` bytes either side for lengths that vary a little.
+    /// `before` counts at most the `slot - first` records of the run before `slot`. `None`
+    /// if `slot` is not in `first..slot_count` or a slot before `first` is out of bounds.
     /// Reads the header and the slots before `first` only. A guess: on a page whose records
     /// lie in another order it names other bytes of the page, never bytes outside it.
     pub fn guess_record_in_order(
@@ -281,14 +282,17 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
         if slot >= h.slot_count || first > slot {
             return None;
         }
-        let mut heap = h.page_len.checked_sub(h.free_end)?;
+        // Bytes of the records of `first..slot_count`; below 2^16 (Head::read checked
+        // free_end <= page_len <= 65536), so nothing below overflows.
+        let mut heap = h.page_len.checked_sub(h.free_end)?.saturating_sub(h.frag);
         for s in 0..first {
             heap = heap.saturating_sub(self.record_len(s).ok()?);
         }
         // The average record length in 1/65536ths of a byte: one division.
         let avg = (heap << 16) / (h.slot_count - first);
         let at = h.free_end + (((h.slot_count - 1 - slot) * avg) >> 16);
-        let end = at + (((before + 1) * avg) >> 16) + RECORD_GUESS_SLACK;
+        let records = before.min(slot - first) + 1;
+        let end = at + ((records * avg) >> 16) + RECORD_GUESS_SLACK;
         Some(at.saturating_sub(RECORD_GUESS_SLACK).min(h.page_len)..end.min(h.page_len))
     }
 
@@ -302,8 +306,8 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
         let Some(r) = self.guess_record_in_order(first, slot, before) else {
             return;
         };
-        let end = r.end.min(r.start + RECORD_GUESS_MAX_LINES * LINE);
         let mut pos = r.start / LINE * LINE;
+        let end = r.end.min(pos + RECORD_GUESS_MAX_LINES * LINE);
         while pos < end {
             self.page.prefetch(pos);
             pos += LINE;
