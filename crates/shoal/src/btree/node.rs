@@ -689,6 +689,8 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// than four bytes past the hint offset, as the names of a TPC-C `customer_by_name`
     /// index do. Reads the run's slots, whose lines the hint search has mostly just read.
     /// Advisory, like every prefetch here.
+    #[cold]
+    #[inline(never)]
     fn prefetch_run(&self, lo: usize, hi: usize) {
         let page = self.s.page();
         let step = (hi - lo).div_ceil(RUN_PREFETCH_MAX).max(1);
