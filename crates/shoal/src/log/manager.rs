@@ -1055,16 +1055,16 @@ fn zero_filler_main(log: Weak<LogManager>, sig: Arc<Signals>) {
 
 impl WalHook for LogManager {
     fn force_log(&self, lsn: Lsn) -> Result<()> {
+        self.force_log_for_eviction(lsn)?;
         if lsn == Lsn::ZERO {
-            return Ok(()); // the page was never changed under logging
+            return Ok(());
         }
-        self.wait_durable(lsn)?;
-        self.floor_above(lsn)
+        self.floor_above(lsn) // anchor rule A6
     }
 
     fn force_log_for_eviction(&self, lsn: Lsn) -> Result<()> {
         if lsn == Lsn::ZERO {
-            return Ok(());
+            return Ok(()); // the page was never changed under logging
         }
         self.wait_durable(lsn)
     }
