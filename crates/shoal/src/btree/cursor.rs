@@ -229,7 +229,7 @@ impl Cursor<'_> {
         let start = match (forward, if forward { &self.lower } else { &self.upper }) {
             (true, Bound::Unbounded) => 0,
             (false, Bound::Unbounded) => count,
-            (_, Bound::Included(k) | Bound::Excluded(k)) => match n.search(k)? {
+            (_, Bound::Included(k) | Bound::Excluded(k)) => match n.search_scan_start(k)? {
                 Ok(i) if !forward && matches!(self.upper, Bound::Included(_)) => i + 1,
                 Ok(i) | Err(i) => i,
             },

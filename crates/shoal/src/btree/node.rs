@@ -624,8 +624,39 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// Binary search: `Ok(i)` if entry `i` has `key`, `Err(i)` if `key` belongs before entry
     /// `i` (`i` may be [`Node::entry_count`]). `key` may lie outside the node's fences.
     /// Compares slot hints first and reads an entry's record only on an equal hint (module
-    /// doc, "Search keys").
+    /// doc, "Search keys"). In a run of entries with the probe's hint, the run's last entry
+    /// is compared first (btree rule 17), so a key past the run — an insert in ascending
+    /// order, or the descent of one — is placed with one comparison instead of a bisection
+    /// of the run. TPC-C's order lines are such keys: in a leaf that holds the end of one
+    /// district's lines and the start of the next's, the hints hold the district number and
+    /// the order number's high bytes, so the district's lines make one run that each new
+    /// line extends; that cut New-Order's instructions by 4 %.
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
+        self.search_in_runs::<true>(key)
+    }
+
+    /// [`Node::search`] without trying a run's last entry first, for the bound where a
+    /// scan starts: such a bound is often a prefix of the keys it finds (the last name of a
+    /// TPC-C `customer_by_name` scan), which lies at the start of its run, so trying the
+    /// end first would cost a record read (on a cold leaf, a cache miss) for nothing.
+    ///
+    /// # Errors
+    /// As [`Node::search`].
+    pub(crate) fn search_scan_start(
+        &self,
+        key: &[u8],
+    ) -> Result<std::result::Result<usize, usize>> {
+        self.search_in_runs::<false>(key)
+    }
+
+    /// [`Node::search`]; without `LAST_FIRST`, as [`Node::search_scan_start`]. Out of line,
+    /// as `search` was before it had two forms: inlined into its callers (the descents, the
+    /// batch, the insert), it made New-Order run 2.5 % more instructions (callgrind).
+    #[inline(never)]
+    fn search_in_runs<const LAST_FIRST: bool>(
+        &self,
+        key: &[u8],
+    ) -> Result<std::result::Result<usize, usize>> {
         let count = self.entry_count();
         match self.cmp_prefix(key)? {
             Ordering::Less => return Ok(Err(0)),
@@ -661,15 +692,22 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         if lo == count || hint_at(lo) != probe.hint {
             return Ok(Err(lo));
         }
-        let hi = if lo + 1 == count || hint_at(lo + 1) != probe.hint {
+        let mut hi = if lo + 1 == count || hint_at(lo + 1) != probe.hint {
             lo + 1
         } else {
             lower_bound(lo + 1, count, |i| hint_at(i) <= probe.hint)
         };
+        if LAST_FIRST && hi - lo > 1 {
+            match self.cmp_probe(hi - 1, &probe)? {
+                Ordering::Less => return Ok(Err(hi)),
+                Ordering::Equal => return Ok(Ok(hi - 1)),
+                Ordering::Greater => hi -= 1,
+            }
+        }
         if hi - lo > 2 {
             self.prefetch_run(lo, hi);
         }
-        let (mut lo, mut hi) = (lo, hi);
+        let mut lo = lo;
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.cmp_probe(mid, &probe)? {
@@ -1511,6 +1549,46 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(probe)
             );
+            assert_eq!(n.search_scan_start(probe).unwrap(), want);
+        }
+    }
+
+    /// Keys laid out as TPC-C's order lines in a leaf that holds the end of one district
+    /// and the start of the next: the hints (four bytes past the fences' prefix) hold the
+    /// district and the order's high bytes only, so each district's lines make one run.
+    /// Both forms of the search (the one that tries a run's last entry first, rule 17, and
+    /// the scan's) place every key, and every probe before, inside, at the end of and past
+    /// a run, as a binary search of the sorted keys does.
+    #[test]
+    fn runs_of_equal_hints_are_searched_from_either_end() {
+        let key = |d: u8, o: u16, line: u8| vec![1, d, 1, 0, (o >> 8) as u8, o as u8, 1, line];
+        let mut keys = Vec::new();
+        for o in 2990..3000u16 {
+            for line in 1..=10 {
+                keys.push(key(7, o, line));
+            }
+        }
+        for o in 1..4u16 {
+            keys.push(key(8, o, 1));
+        }
+        let page = leaf(&keys, Some(key(7, 2990, 1)), Some(key(8, 100, 0)));
+        let n = Node::open(page.as_slice()).unwrap();
+        let hint = |k: &[u8]| super::hint_of(k, n.prefix_len());
+        assert_eq!(hint(&keys[0]), hint(&keys[99]), "district 7's lines make one run");
+        let mut probes = keys.clone();
+        probes.extend([
+            key(7, 2999, 11),
+            key(7, 3000, 1),
+            key(7, 2995, 0),
+            key(7, 2989, 5),
+            key(8, 0, 9),
+            key(8, 2, 0),
+            key(8, 9, 9),
+        ]);
+        for p in &probes {
+            let want = keys.binary_search(p);
+            assert_eq!(n.search(p).unwrap(), want, "{p:?}");
+            assert_eq!(n.search_scan_start(p).unwrap(), want, "{p:?}");
         }
     }
 
@@ -1714,6 +1792,7 @@ mod tests {
                 }
                 for p in &probes {
                     prop_assert_eq!(v.search(p).unwrap(), keys.binary_search(&p));
+                    prop_assert_eq!(v.search_scan_start(p).unwrap(), keys.binary_search(&p));
                 }
             }
         }
