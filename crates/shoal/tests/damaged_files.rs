@@ -21,8 +21,8 @@
 //! whose pages reached the data file. Anywhere else the rows must be the final state, or an
 //! error. What this test found, all fixed: a damaged tail opened with pages the cleaner had
 //! written holding changes of transactions whose records were gone, which no redo or undo
-//! can repair (log anchor rule A6, which does not cover an eviction's write-back: no image
-//! here evicts; this test fails in about one run in three without it); a log whose record
+//! can repair (log anchor rule A6, which covers every page write, an eviction's included;
+//! this test fails in about one run in three without it); a log whose record
 //! at the start was lost could open empty (rule A5; a unit test in `log/tests.rs`); a removed
 //! first segment was an `InvalidArgument`, a removed anchor beside recycled segments was
 //! not reported, and a shortened last segment tripped a debug assertion.

@@ -1574,7 +1574,11 @@ mod tests {
         let page = leaf(&keys, Some(key(7, 2990, 1)), Some(key(8, 100, 0)));
         let n = Node::open(page.as_slice()).unwrap();
         let hint = |k: &[u8]| super::hint_of(k, n.prefix_len());
-        assert_eq!(hint(&keys[0]), hint(&keys[99]), "district 7's lines make one run");
+        assert_eq!(
+            hint(&keys[0]),
+            hint(&keys[99]),
+            "district 7's lines make one run"
+        );
         let mut probes = keys.clone();
         probes.extend([
             key(7, 2999, 11),

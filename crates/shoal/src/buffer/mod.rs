@@ -58,8 +58,13 @@
 //!    log exists) is `Error::Corruption`: the log lost records the page depends on. A cheap
 //!    second line: once the new log passes the page's LSN it cannot tell. What makes
 //!    restart refuse such a log is the log anchor's rule A6 (`WalHook::force_log` raises the
-//!    durable floor above every page the cleaner, a checkpoint or a close writes); the
-//!    write-back of an eviction uses `WalHook::force_log_for_eviction`, which does not.
+//!    durable floor above every page written: by the cleaner, a checkpoint, a close or an
+//!    eviction).
+//! 10. **Evictions prefer pages below the durable floor**: in its first two CLOCK rounds a
+//!    victim search passes over a dirty page whose page LSN is at or above
+//!    `WalHook::durable_floor`, leaving it to the cleaner (one floor raise covers a whole
+//!    pass); only the later rounds write such a page, and pay for the raise (rule 9). Such
+//!    pages were changed since the last raise, so CLOCK mostly keeps them anyway.
 //!
 //! ## Not done here
 //! No prefetch or read-ahead; one data file per pool; pages are never pinned without a latch

@@ -505,7 +505,15 @@ impl BufferPool {
             let old = PageId(fr.page_id.load(Relaxed));
             if old.is_valid() {
                 if fr.dirty.load(Relaxed) {
-                    self.write_back_with(i as u32, true)?;
+                    // Rule 10: in the first two rounds (the first may only clear reference
+                    // bits), a dirty page above the log's durable floor is left to the
+                    // cleaner, whose pass raises the floor once for many pages; written
+                    // here, it would cost this miss an anchor write and sync (log anchor
+                    // rule A6). The later rounds write it anyway.
+                    if step < 2 * n && !self.below_floor(i as u32) {
+                        continue;
+                    }
+                    self.write_back(i as u32)?;
                 }
                 self.table.remove(&self.frames, old, i as u32);
                 self.counters.evictions.incr();
@@ -516,6 +524,12 @@ impl BufferPool {
             frames: n,
             rounds: VICTIM_ROUNDS,
         })
+    }
+
+    /// True if frame `f`'s page (latched by the caller) can be written without raising the
+    /// log's durable floor: its page LSN lies below [`WalHook::durable_floor`] (rule 10).
+    fn below_floor(&self, f: u32) -> bool {
+        header::page_lsn(&AtomicBytes::new(self.words(f))) < self.wal.durable_floor()
     }
 
     // ------------------------------------------------------------------ write-back
@@ -543,15 +557,10 @@ impl BufferPool {
 
     /// Writes frame `f`'s page to storage if it is dirty. The caller holds the frame's latch
     /// in S or X mode (so nobody changes the page). WAL rule first: the log is forced up to
-    /// the page LSN (buffer rule 5). The checksum is sealed on a private copy. The page is
+    /// the page LSN (buffer rule 5), which raises the log's durable floor above it where
+    /// needed (log anchor rule A6). The checksum is sealed on a private copy. The page is
     /// marked clean only after the write succeeded (rule 8).
     pub(crate) fn write_back(&self, f: u32) -> Result<()> {
-        self.write_back_with(f, false)
-    }
-
-    /// [`BufferPool::write_back`]; `eviction` for the write-back of a victim
-    /// ([`WalHook::force_log_for_eviction`]).
-    fn write_back_with(&self, f: u32, eviction: bool) -> Result<()> {
         let fr = &self.frames[f as usize];
         if !fr.dirty.load(Acquire) {
             return Ok(());
@@ -566,11 +575,7 @@ impl BufferPool {
         with_scratch(self.page_size, |buf| {
             AtomicBytes::new(self.words(f)).read_into(0, buf);
             let lsn = header::page_lsn(&buf[..]);
-            if eviction {
-                self.wal.force_log_for_eviction(lsn)?;
-            } else {
-                self.wal.force_log(lsn)?;
-            }
+            self.wal.force_log(lsn)?;
             header::seal(buf);
             match self.file.write_all_at(buf, offset) {
                 Ok(()) => {

@@ -7,22 +7,21 @@ use crate::types::Lsn;
 /// rule: "force the log up to the page LSN before writing the page").
 pub trait WalHook: Send + Sync {
     /// Makes the log durable up to and including the record at `lsn`; returns when it is.
-    /// Called before every write-back of a page whose page LSN is `lsn`. The log also makes
-    /// sure that a restart will insist on finding that record (log anchor rule A6).
+    /// Called before every write-back of a page whose page LSN is `lsn`, an eviction's
+    /// included. The log also makes sure that a restart will insist on finding that record
+    /// (log anchor rule A6), raising its durable floor if `lsn` is at or above it.
     ///
     /// # Errors
     /// Any log I/O error; the page is then not written (it stays dirty).
     fn force_log(&self, lsn: Lsn) -> Result<()>;
 
-    /// [`WalHook::force_log`] for the write-back of an eviction (a miss that needs a frame,
-    /// on the requesting thread): the log is made durable up to `lsn`, but the log need not
-    /// make a restart insist on that record (log anchor rule A6 is the cleaner's). Default:
-    /// as `force_log`.
-    ///
-    /// # Errors
-    /// As `force_log`.
-    fn force_log_for_eviction(&self, lsn: Lsn) -> Result<()> {
-        self.force_log(lsn)
+    /// The log's durable floor (log anchor rule A3): a page whose page LSN is below it can
+    /// be written without [`WalHook::force_log`] raising the floor (rule A6), which costs an
+    /// anchor write and sync. The victim choice prefers such pages (buffer rule 10). May
+    /// lag the floor (it only rises), never lead it. Default: `Lsn(u64::MAX)`, every page
+    /// covered (a log without a floor).
+    fn durable_floor(&self) -> Lsn {
+        Lsn(u64::MAX)
     }
 
     /// The LSN the next log record will receive (the end of the log). Used as the recovery

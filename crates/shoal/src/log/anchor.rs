@@ -22,12 +22,13 @@
 //! from the start up to there must all be found again at open — a segment file holding the
 //! start that went missing, or a damaged first record, is reported as corruption instead of
 //! opening an empty log that silently drops every commit since the checkpoint; (A6) before
-//! the cleaner, a checkpoint or a close writes a page with page LSN `L` to the data file,
-//! `durable_floor` is raised above `L` (to the end of the log, made durable first), so such
-//! a page never depends on log records that a restart could take for a torn tail
-//! (`LogManager`'s `WalHook::force_log`). The write-back of an eviction, on the thread whose
-//! miss needs the frame, is not covered: raising there cost disk-bound New-Order about 10 %
-//! (`docs/benchmarks.md`, update 15). A missing
+//! any page with page LSN `L` is written to the data file (by the cleaner, a checkpoint, a
+//! close or an eviction), `durable_floor` is raised above `L` (to the end of the log, made
+//! durable first), so such a page never depends on log records that a restart could take
+//! for a torn tail (`LogManager`'s `WalHook::force_log`). To keep that off the path of a
+//! miss, the flusher also raises the floor whenever a sync has gone a sixteenth of a
+//! segment past it, and the buffer pool's victim choice prefers pages below the floor
+//! (buffer rule 10). A missing
 //! anchor is taken for one whose creation a crash interrupted only while no segment has been
 //! removed yet (segments are removed only behind a complete anchor, A2).
 

@@ -859,3 +859,37 @@ fn a_page_write_raises_the_floor_above_its_lsn() {
         ),
     }
 }
+
+/// Anchor rule A3's step: the flusher raises the durable floor whenever a sync has gone a
+/// sixteenth of a segment past it, without a page write or a segment crossing, so the pages
+/// an eviction writes are mostly below it (buffer rule 10). A record lost below the raised
+/// floor is then damage at open, not a torn tail.
+#[test]
+fn syncs_raise_the_floor_in_steps_within_a_segment() {
+    let (fs, st) = storage(23);
+    let o = with_io(false);
+    let log = LogManager::open(st.clone(), &o).unwrap();
+    let step = o.segment_size_bytes / super::manager::FLOOR_STEPS_PER_SEGMENT;
+    let commits = commit_each(&log, 0..40, 100);
+    let last = *commits.last().unwrap();
+    assert!(last.0 > 2 * step && last.0 < o.segment_size_bytes, "{last}");
+    let floor = WalHook::durable_floor(&*log);
+    assert!(
+        floor.0 + step > last.0,
+        "floor {floor} trails the end {last}"
+    );
+    assert!(floor <= log.durable_lsn());
+    let lost = *commits.iter().rfind(|&&c| c < floor).unwrap();
+    drop(log);
+    let name = segment::segment_file_name(lost.0 / o.segment_size_bytes);
+    fs.flip_bits(&name, lost.0 % o.segment_size_bytes + 20, 0x5a)
+        .unwrap();
+    match LogManager::open(st, &o) {
+        Err(Error::LogCorruption { .. }) => {}
+        Err(e) => panic!("another error: {e}"),
+        Ok(log) => panic!(
+            "opened, ending at {} below the floor {floor}",
+            log.end_lsn()
+        ),
+    }
+}
