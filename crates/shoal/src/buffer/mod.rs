@@ -61,10 +61,11 @@
 //!    durable floor above every page written: by the cleaner, a checkpoint, a close or an
 //!    eviction).
 //! 10. **Evictions prefer pages below the durable floor**: in its first two CLOCK rounds a
-//!    victim search passes over a dirty page whose page LSN is at or above
-//!    `WalHook::durable_floor`, leaving it to the cleaner (one floor raise covers a whole
-//!    pass); only the later rounds write such a page, and pay for the raise (rule 9). Such
-//!    pages were changed since the last raise, so CLOCK mostly keeps them anyway.
+//!     victim search passes over a dirty page whose page LSN is at or above
+//!     `WalHook::durable_floor`, leaving it to the cleaner (one floor raise covers a whole
+//!     pass); only the later rounds write such a page, and pay for the raise (rule 9). The
+//!     log's flusher keeps the floor close behind the durable end (log anchor rule A3), so
+//!     such pages are the recently changed ones, which CLOCK mostly keeps anyway.
 //!
 //! ## Not done here
 //! No prefetch or read-ahead; one data file per pool; pages are never pinned without a latch
