@@ -487,11 +487,23 @@ impl BufferPool {
             return Err(self.pool_failed());
         }
         let n = self.frames.len();
-        for step in 0..n * VICTIM_ROUNDS {
+        // Rule 10 passes over some frames in the first two rounds: two more rounds keep
+        // every frame eligible for VICTIM_ROUNDS of them.
+        for step in 0..n * (VICTIM_ROUNDS + 2) {
             let i = self.hand.fetch_add(1, Relaxed) % n;
             let fr = &self.frames[i];
             if fr.referenced.load(Relaxed) {
                 fr.referenced.store(false, Relaxed);
+                continue;
+            }
+            // Rule 10: in the first two rounds (the first may only clear reference bits), a
+            // dirty page above the log's durable floor is left to the cleaner, whose pass
+            // raises the floor once for many pages; written here, it would cost this miss
+            // an anchor write and sync (log anchor rule A6). Decided before the latch is
+            // tried, from relaxed reads of the flag and the page LSN (a racing change can
+            // only make the guess wrong: `force_log` enforces rule A6 whatever it was), so
+            // a frame passed over keeps its version and its readers' bias.
+            if step < 2 * n && fr.dirty.load(Relaxed) && !self.below_floor(i as u32) {
                 continue;
             }
             // A reader-biased latch marks a read-hot page, and trying it costs a scan of the
@@ -505,14 +517,6 @@ impl BufferPool {
             let old = PageId(fr.page_id.load(Relaxed));
             if old.is_valid() {
                 if fr.dirty.load(Relaxed) {
-                    // Rule 10: in the first two rounds (the first may only clear reference
-                    // bits), a dirty page above the log's durable floor is left to the
-                    // cleaner, whose pass raises the floor once for many pages; written
-                    // here, it would cost this miss an anchor write and sync (log anchor
-                    // rule A6). The later rounds write it anyway.
-                    if step < 2 * n && !self.below_floor(i as u32) {
-                        continue;
-                    }
                     self.write_back(i as u32)?;
                 }
                 self.table.remove(&self.frames, old, i as u32);
@@ -526,8 +530,9 @@ impl BufferPool {
         })
     }
 
-    /// True if frame `f`'s page (latched by the caller) can be written without raising the
-    /// log's durable floor: its page LSN lies below [`WalHook::durable_floor`] (rule 10).
+    /// True if frame `f`'s page can be written without raising the log's durable floor: its
+    /// page LSN lies below [`WalHook::durable_floor`] (rule 10). A relaxed atomic read that
+    /// needs no latch; without one it is a guess, as rule 10 needs no more.
     fn below_floor(&self, f: u32) -> bool {
         header::page_lsn(&AtomicBytes::new(self.words(f))) < self.wal.durable_floor()
     }

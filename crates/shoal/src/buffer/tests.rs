@@ -173,19 +173,32 @@ fn random_fixes_match_model(frames: usize, threads: usize, ops: usize) {
     }
 }
 
-/// A log stand-in: LSNs from a counter; records how far the log was forced.
+/// A log stand-in: LSNs from a counter; records how far the log was forced. With a durable
+/// floor (`floor` not 0) it also counts the forces of pages at or above it, each of which a
+/// real log pays for with an anchor write and sync (log anchor rule A6).
 #[derive(Default)]
 struct RecordingWal {
     next: AtomicU64,
     forced: AtomicU64,
     forces: AtomicUsize,
+    floor: AtomicU64,
+    raises: AtomicUsize,
 }
 
 impl WalHook for RecordingWal {
     fn force_log(&self, lsn: Lsn) -> Result<()> {
         self.forced.fetch_max(lsn.0, SeqCst);
         self.forces.fetch_add(1, SeqCst);
+        if lsn >= self.durable_floor() {
+            self.raises.fetch_add(1, SeqCst);
+        }
         Ok(())
+    }
+    fn durable_floor(&self) -> Lsn {
+        match self.floor.load(SeqCst) {
+            0 => Lsn(u64::MAX),
+            f => Lsn(f),
+        }
     }
     fn current_lsn(&self) -> Lsn {
         Lsn(self.next.load(SeqCst))
@@ -199,6 +212,19 @@ struct WalCheckingFile {
     inner: Arc<dyn StorageFile>,
     wal: Arc<RecordingWal>,
     checked: AtomicUsize,
+    /// The pages written, in order.
+    written: std::sync::Mutex<Vec<u64>>,
+}
+
+impl WalCheckingFile {
+    fn new(dir: &tempfile::TempDir, wal: Arc<RecordingWal>) -> Arc<WalCheckingFile> {
+        Arc::new(WalCheckingFile {
+            inner: data_file(dir),
+            wal,
+            checked: AtomicUsize::new(0),
+            written: std::sync::Mutex::new(Vec::new()),
+        })
+    }
 }
 
 impl std::fmt::Debug for RecordingWal {
@@ -220,6 +246,7 @@ impl StorageFile for WalCheckingFile {
         );
         crate::page::header::verify(buf, PageId(offset / PS as u64)).expect("sealed image");
         self.checked.fetch_add(1, SeqCst);
+        self.written.lock().unwrap().push(offset / PS as u64);
         self.inner.write_all_at(buf, offset)
     }
     fn sync_data(&self) -> Result<()> {
@@ -242,11 +269,7 @@ impl StorageFile for WalCheckingFile {
 fn eviction_forces_log_before_each_write() {
     let dir = tempfile::tempdir().unwrap();
     let wal = Arc::new(RecordingWal::default());
-    let file = Arc::new(WalCheckingFile {
-        inner: data_file(&dir),
-        wal: wal.clone(),
-        checked: AtomicUsize::new(0),
-    });
+    let file = WalCheckingFile::new(&dir, wal.clone());
     let pool = BufferPool::open(file.clone(), &opts(16), wal.clone()).unwrap();
     fill(&pool, 160);
     let handles: Vec<_> = (0..4)
@@ -277,57 +300,6 @@ fn eviction_forces_log_before_each_write() {
     assert!(pool.stats().evictions > 500);
 }
 
-/// A log stand-in with a durable floor: counts the forces of pages at or above it (each of
-/// which a real log pays for with an anchor write and sync: log anchor rule A6).
-struct FloorWal {
-    floor: Lsn,
-    raises: AtomicUsize,
-}
-
-impl WalHook for FloorWal {
-    fn force_log(&self, lsn: Lsn) -> Result<()> {
-        if lsn >= self.floor {
-            self.raises.fetch_add(1, SeqCst);
-        }
-        Ok(())
-    }
-    fn durable_floor(&self) -> Lsn {
-        self.floor
-    }
-    fn current_lsn(&self) -> Lsn {
-        Lsn(1 << 20)
-    }
-}
-
-/// A data file that records which pages were written, in order.
-#[derive(Debug)]
-struct WriteLog {
-    inner: Arc<dyn StorageFile>,
-    written: std::sync::Mutex<Vec<u64>>,
-}
-
-impl StorageFile for WriteLog {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.inner.read_exact_at(buf, offset)
-    }
-    fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.written.lock().unwrap().push(offset / PS as u64);
-        self.inner.write_all_at(buf, offset)
-    }
-    fn sync_data(&self) -> Result<()> {
-        self.inner.sync_data()
-    }
-    fn len(&self) -> Result<u64> {
-        self.inner.len()
-    }
-    fn set_len(&self, len_bytes: u64) -> Result<()> {
-        self.inner.set_len(len_bytes)
-    }
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-}
-
 /// Buffer rule 10: a miss evicts a dirty page below the log's durable floor before the
 /// dirty pages above it (whose write raises the floor: log anchor rule A6), even where
 /// CLOCK reaches those first; with only pages above the floor left, it still finds a
@@ -335,14 +307,10 @@ impl StorageFile for WriteLog {
 #[test]
 fn eviction_prefers_dirty_pages_below_the_durable_floor() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Arc::new(FloorWal {
-        floor: Lsn(1000),
-        raises: AtomicUsize::new(0),
-    });
-    let file = Arc::new(WriteLog {
-        inner: data_file(&dir),
-        written: std::sync::Mutex::new(Vec::new()),
-    });
+    let wal = Arc::new(RecordingWal::default());
+    wal.floor.store(1000, SeqCst);
+    wal.next.store(1 << 20, SeqCst);
+    let file = WalCheckingFile::new(&dir, wal.clone());
     const N: u64 = 16; // the smallest pool
     let options = Options {
         cleaner_enabled: false,

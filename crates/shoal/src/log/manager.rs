@@ -865,7 +865,10 @@ impl LogManager {
     /// # Errors
     /// I/O errors writing the anchor (the page is then not written).
     fn floor_above(&self, lsn: Lsn) -> Result<()> {
-        if lsn < self.anchor.lock().durable_floor {
+        // The mirror first: the flusher holds the anchor's mutex across an anchor write
+        // and sync, which a write of a page below the floor must not wait for. The mirror
+        // never leads the floor, so a page it covers is covered.
+        if lsn < self.durable_floor() {
             return Ok(());
         }
         // Invariant 4: a failed or closed log writes nothing more, its anchor included (a
@@ -874,8 +877,8 @@ impl LogManager {
         // Raise past every record appended so far, not just past `lsn`: the pages written
         // after this one (the rest of a cleaner pass or of a checkpoint's flush) were mostly
         // changed before now, and are then covered without an anchor write of their own.
-        // Waited for without the anchor's mutex, which the flusher takes at a segment
-        // crossing.
+        // Waited for without the anchor's mutex, which the flusher takes after each sync
+        // (and holds across an anchor write when it raises the floor).
         self.wait_all_durable()?;
         let mut a = self.anchor.lock();
         if lsn < a.durable_floor {
@@ -894,14 +897,22 @@ impl LogManager {
         self.floor.store(new.durable_floor.0, Release);
     }
 
-    /// Anchor rule A3: once a sync crossed into a new segment, record the synced point so
+    /// Anchor rule A3: once a sync crossed into a new segment, or went a
+    /// `1 / FLOOR_STEPS_PER_SEGMENT` of a segment past the floor, record the synced point so
     /// that damage below it is reported as corruption rather than taken for a torn tail.
     fn raise_durable_floor(&self, synced: u64) {
         let seg = self.options.segment_size_bytes;
+        let due = |floor: u64| {
+            synced / seg > floor / seg
+                || synced - floor.min(synced) >= seg / FLOOR_STEPS_PER_SEGMENT
+        };
+        // Most syncs raise nothing: decided from the mirror (never above the floor) without
+        // the mutex, and again under it.
+        if !due(self.floor.load(Acquire)) {
+            return;
+        }
         let mut a = self.anchor.lock();
-        if synced / seg > a.durable_floor.0 / seg
-            || synced - a.durable_floor.0.min(synced) >= seg / FLOOR_STEPS_PER_SEGMENT
-        {
+        if due(a.durable_floor.0) {
             let new = a.with_floor(Lsn(synced));
             match new.write(&*self.storage) {
                 Ok(()) => self.set_anchor(&mut a, new),

@@ -262,7 +262,7 @@ fn atomic_to_vec(words: &[AtomicU64], offset: usize, len: usize) -> Vec<u8> {
             d.write(b);
         }
     }
-    debug_assert_eq!(end, (first + whole) * 8 + tail.len());
+    debug_assert_eq!(lead + 8 * whole + tail.len(), len);
     // SAFETY: the lead, the `whole` chunks of 8 and the tail (under 8, zipped with a full
     // word) partition `dst`, the first `len` bytes of the capacity, and every byte of each
     // was written above.

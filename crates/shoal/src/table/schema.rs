@@ -3,16 +3,16 @@
 
 use std::collections::HashMap;
 
+use crate::error::{Error, Result};
+
+use super::codec::RowLayout;
+use super::types::ColumnType;
+
 /// Column positions by name. Hashed with `foldhash`, not the standard library's SipHash:
 /// the names are the schema's own, not input an attacker picks, and SipHash of a name was
 /// 1.6 % of New-Order's instructions (the stock table's 17 columns are past the scan of
 /// [`TableDef::column_index`]).
 type ColumnMap = HashMap<String, usize, foldhash::fast::FixedState>;
-
-use crate::error::{Error, Result};
-
-use super::codec::RowLayout;
-use super::types::ColumnType;
 
 /// Most columns of a table: 1,024 (the row header counts columns in a `u16`).
 pub const MAX_COLUMNS: usize = 1024;
