@@ -229,7 +229,8 @@ fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
 /// If the range lies outside the page (as [`atomic_read`]).
 #[inline]
 fn atomic_to_vec(words: &[AtomicU64], offset: usize, len: usize) -> Vec<u8> {
-    let end = offset
+    // The range lies in the page, so every word indexed below exists.
+    offset
         .checked_add(len)
         .filter(|&e| e <= words.len() * 8)
         .expect("read past end of page");
@@ -248,7 +249,7 @@ fn atomic_to_vec(words: &[AtomicU64], offset: usize, len: usize) -> Vec<u8> {
     let first = (offset + lead) / 8;
     let whole = rest.len() / 8;
     let mut chunks = rest.chunks_exact_mut(8);
-    // Exactly `whole` chunks and `whole` words (in bounds: `end` was checked above).
+    // Exactly `whole` chunks and `whole` words (in bounds: the range was checked above).
     for (c, w) in (&mut chunks).zip(&words[first..first + whole]) {
         for (d, &b) in c.iter_mut().zip(&w.load(Relaxed).to_ne_bytes()) {
             d.write(b);
