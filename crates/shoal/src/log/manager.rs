@@ -189,10 +189,10 @@ pub struct LogManager {
     sig: Arc<Signals>,
     anchor: Mutex<Anchor>,
     /// `anchor.durable_floor`, readable without the mutex ([`WalHook::durable_floor`], asked
-    /// for each dirty eviction candidate). Stored with Release after each anchor write that
-    /// raised it (under the mutex), loaded with Acquire; it only rises, so a stale value is
-    /// low, and a reader that acts on it only writes a page through `force_log`, which
-    /// checks the floor again under the mutex.
+    /// for each dirty eviction candidate; the first checks of rules A3 and A6). Stored with
+    /// Release under the mutex after the anchor file holding it was written and synced
+    /// (`set_anchor`), loaded with Acquire. It only rises and never leads the anchor on
+    /// disk, so a stale value is low: a page it says is covered is covered.
     floor: AtomicU64,
     appends: StripedCounter,
     /// The end of the log at open: the bytes appended since are the reserved end less this
