@@ -799,6 +799,22 @@ fn read_record_does_not_force_the_log() {
     ));
 }
 
+/// Damages the record at `lsn` (flips bits 20 bytes into it, in its segment file).
+fn damage_record(fs: &FaultStorage, o: &LogOptions, lsn: Lsn) {
+    let seg = o.segment_size_bytes;
+    let name = segment::segment_file_name(lsn.0 / seg);
+    fs.flip_bits(&name, lsn.0 % seg + 20, 0x5a).unwrap();
+}
+
+/// Opens the log and requires `Error::LogCorruption`; `what` names the case in a failure.
+fn assert_open_is_corruption(st: Arc<dyn Storage>, o: &LogOptions, what: &str) {
+    match LogManager::open(st, o) {
+        Err(Error::LogCorruption { .. }) => {}
+        Err(e) => panic!("{what}: another error: {e}"),
+        Ok(log) => panic!("{what}: opened, ending at {}", log.end_lsn()),
+    }
+}
+
 /// Anchor rule A5: raising the start raises the durable floor to the durable end, so a log
 /// that lost its record at the start — the segment file holding it removed, or the record
 /// damaged — is reported as damaged at open. Before, the floor rose only to the start: the
@@ -816,21 +832,14 @@ fn a_lost_record_at_the_start_is_corruption_not_an_empty_log() {
         log.remove_before(start).unwrap();
         commit_each(&log, 400..405, 300);
         drop(log);
-        let seg = o.segment_size_bytes;
-        let name = segment::segment_file_name(start.0 / seg);
         if remove_file {
+            let name = segment::segment_file_name(start.0 / o.segment_size_bytes);
             st.remove(&name).unwrap();
         } else {
-            fs.flip_bits(&name, start.0 % seg + 20, 0x5a).unwrap();
+            damage_record(&fs, &o, start);
         }
-        match LogManager::open(st.clone(), &o) {
-            Err(Error::LogCorruption { .. }) => {}
-            Err(e) => panic!("removed {remove_file}: another error: {e}"),
-            Ok(log) => panic!(
-                "removed {remove_file}: opened, ending at {} (start {start})",
-                log.end_lsn()
-            ),
-        }
+        let what = format!("removed {remove_file}, start {start}");
+        assert_open_is_corruption(st.clone(), &o, &what);
     }
 }
 
@@ -847,17 +856,8 @@ fn a_page_write_raises_the_floor_above_its_lsn() {
     let page_lsn = commits[18];
     WalHook::force_log(&*log, page_lsn).unwrap(); // the buffer pool writes a page
     drop(log);
-    let seg = o.segment_size_bytes;
-    let name = segment::segment_file_name(page_lsn.0 / seg);
-    fs.flip_bits(&name, page_lsn.0 % seg + 20, 0x5a).unwrap();
-    match LogManager::open(st, &o) {
-        Err(Error::LogCorruption { .. }) => {}
-        Err(e) => panic!("another error: {e}"),
-        Ok(log) => panic!(
-            "opened, ending at {} below the written page's LSN {page_lsn}",
-            log.end_lsn()
-        ),
-    }
+    damage_record(&fs, &o, page_lsn);
+    assert_open_is_corruption(st, &o, &format!("written page's LSN {page_lsn}"));
 }
 
 /// Anchor rule A3's step: the flusher raises the durable floor whenever a sync has gone a
@@ -881,15 +881,6 @@ fn syncs_raise_the_floor_in_steps_within_a_segment() {
     assert!(floor <= log.durable_lsn());
     let lost = *commits.iter().rfind(|&&c| c < floor).unwrap();
     drop(log);
-    let name = segment::segment_file_name(lost.0 / o.segment_size_bytes);
-    fs.flip_bits(&name, lost.0 % o.segment_size_bytes + 20, 0x5a)
-        .unwrap();
-    match LogManager::open(st, &o) {
-        Err(Error::LogCorruption { .. }) => {}
-        Err(e) => panic!("another error: {e}"),
-        Ok(log) => panic!(
-            "opened, ending at {} below the floor {floor}",
-            log.end_lsn()
-        ),
-    }
+    damage_record(&fs, &o, lost);
+    assert_open_is_corruption(st, &o, &format!("record {lost} below the floor {floor}"));
 }
