@@ -284,7 +284,13 @@ impl Head {
         self.check_slot(slot)?;
         // In bounds: slot < slot_count and free_start() <= page_len (checked by `read`).
         // One 4-byte read (a single load from a frame: slots are 4-byte aligned).
-        let raw = page.u32_at(self.slot_pos(slot));
+        self.entry_of(slot, page.u32_at(self.slot_pos(slot)))
+    }
+
+    /// Decodes `raw`, the first four bytes of slot `slot`, and checks the record as
+    /// [`Head::slot_entry`] does. Returns `(offset, length)` in bytes.
+    #[inline(always)]
+    fn entry_of(&self, slot: usize, raw: u32) -> Result<(usize, usize)> {
         let offset = decode_offset(raw as u16);
         let len = (raw >> 16) as usize;
         if offset < self.free_end || offset + len > self.page_len {

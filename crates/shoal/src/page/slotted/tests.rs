@@ -189,12 +189,36 @@ fn corrupt_slot_offset_is_reported_naming_the_page() {
 /// One step of the model test; `at` is reduced modulo the valid range when applied.
 #[derive(Clone, Debug)]
 enum Op {
-    Insert { at: usize, len: usize, seed: u8 },
-    Push { len: usize, seed: u8 },
-    Delete { at: usize },
-    Update { at: usize, len: usize, seed: u8 },
-    SetHint { at: usize, hint: u32 },
+    Insert {
+        at: usize,
+        len: usize,
+        seed: u8,
+    },
+    Push {
+        len: usize,
+        seed: u8,
+    },
+    Delete {
+        at: usize,
+    },
+    Update {
+        at: usize,
+        len: usize,
+        seed: u8,
+    },
+    SetHint {
+        at: usize,
+        hint: u32,
+    },
     Compact,
+    /// `extend_hinted` with records of these lengths and seeds.
+    Extend {
+        recs: Vec<(usize, u8)>,
+    },
+    /// `truncate` to `keep % (slot_count + 1)` slots.
+    Truncate {
+        keep: usize,
+    },
 }
 
 fn op_strategy(max_len: usize) -> impl Strategy<Value = Op> {
@@ -208,6 +232,8 @@ fn op_strategy(max_len: usize) -> impl Strategy<Value = Op> {
             .prop_map(|(at, len, seed)| Op::Update { at, len, seed }),
         1 => (any::<usize>(), any::<u32>()).prop_map(|(at, hint)| Op::SetHint { at, hint }),
         1 => Just(Op::Compact),
+        1 => vec((0..300usize, any::<u8>()), 0..12).prop_map(|recs| Op::Extend { recs }),
+        1 => any::<usize>().prop_map(|keep| Op::Truncate { keep }),
     ]
 }
 
@@ -241,6 +267,17 @@ fn apply<P: PageWrite + ?Sized>(page: &mut P, op: &Op) -> Option<bool> {
         Op::Compact => {
             s.compact().expect("compact");
             assert_eq!(s.view().free_space(), s.view().free_space_total());
+            Some(true)
+        }
+        Op::Extend { ref recs } => {
+            let recs: Vec<(Vec<u8>, u32)> = recs
+                .iter()
+                .map(|&(len, seed)| (record(len, seed), hint_of(len, seed)))
+                .collect();
+            placed(s.extend_hinted(recs.iter().map(|(r, h)| (r.as_slice(), *h))))
+        }
+        Op::Truncate { keep } => {
+            s.truncate(keep % (n + 1)).expect("truncate");
             Some(true)
         }
         _ => None,
@@ -284,6 +321,21 @@ fn apply_model(model: &mut Model, slot_size: usize, free_total: usize, op: &Op) 
             Some(true)
         }
         Op::Compact => Some(true),
+        Op::Extend { ref recs } => {
+            let needed: usize = recs.iter().map(|&(len, _)| len + slot_size).sum();
+            let fits = needed <= free_total;
+            if fits {
+                model.extend(
+                    recs.iter()
+                        .map(|&(len, seed)| (record(len, seed), hint_of(len, seed))),
+                );
+            }
+            Some(fits)
+        }
+        Op::Truncate { keep } => {
+            model.truncate(keep % (n + 1));
+            Some(true)
+        }
         _ => None,
     }
 }
@@ -439,6 +491,69 @@ fn hinted_page_set_hint_and_unknown_slot_format() {
 }
 
 #[test]
+fn extend_and_truncate_in_one_step() {
+    let mut buf = vec![0u8; 4096];
+    let mut s = init_hinted(buf.as_mut_slice(), ID, PageType::BTreeLeaf, 40);
+    let recs = [(&b"aa"[..], 1), (b"", 2), (b"cccc", 3)];
+    s.extend_hinted(recs).unwrap().unwrap();
+    assert_eq!(s.view().last_hint(), 3);
+    // Too much for the page: nothing is written.
+    let big = vec![7u8; 4000];
+    let no = s
+        .extend_hinted([(b"d".as_slice(), 4), (big.as_slice(), 5)])
+        .unwrap();
+    assert!(no.is_err());
+    assert_eq!(s.slot_count(), 3);
+    assert!(s.truncate(4).is_err(), "more slots than the page has");
+    s.truncate(1).unwrap();
+    let v = s.view();
+    assert_eq!((v.slot_count(), v.last_hint()), (1, 1));
+    assert_eq!(v.get(0).unwrap(), b"aa");
+    assert_eq!(
+        v.free_space_total(),
+        capacity_bytes(4096, 40) - HINTED_SLOT_SIZE - 2
+    );
+    s.truncate(0).unwrap();
+    assert_eq!(s.view().last_hint(), 0);
+    // Every record gone: the whole heap is contiguous free space again.
+    assert_eq!(s.view().free_space(), capacity_bytes(4096, 40));
+    check(buf.as_slice(), ID).unwrap();
+}
+
+#[test]
+fn compaction_lays_records_in_slot_order_and_refuses_overlaps() {
+    let mut buf = vec![0u8; 4096];
+    let mut s = init_hinted(buf.as_mut_slice(), ID, PageType::BTreeLeaf, 40);
+    // Inserted in reverse slot order, so the heap holds them backwards.
+    for (i, len) in [(0, 30), (0, 20), (0, 10)] {
+        s.insert_hinted(i, &record(len, len as u8), 0)
+            .unwrap()
+            .unwrap();
+    }
+    s.delete(1).unwrap(); // a 20-byte hole between the other two
+    s.compact().unwrap();
+    let v = s.view();
+    assert_eq!(v.free_space(), v.free_space_total());
+    assert_eq!(v.record_range(0).unwrap(), 4096 - 10..4096);
+    assert_eq!(v.record_range(1).unwrap(), 4096 - 40..4096 - 10);
+    assert_eq!(
+        (v.get(0).unwrap(), v.get(1).unwrap()),
+        (record(10, 10), record(30, 30))
+    );
+    check(buf.as_slice(), ID).unwrap();
+    // Slot 1 made to point into slot 0's record: compaction names the overlap and writes
+    // nothing.
+    let slot1 = SPECIAL_OFFSET + 40 + HINTED_SLOT_SIZE;
+    buf[slot1..slot1 + 2].copy_from_slice(&(4096u16 - 35).to_le_bytes());
+    let before = buf.clone();
+    let mut s = SlottedMut::open(buf.as_mut_slice()).unwrap();
+    let (page_id, reason) = corruption_reason(s.compact().unwrap_err());
+    assert_eq!(page_id, ID);
+    assert!(reason.contains("overlaps"), "{reason}");
+    assert!(buf == before, "a refused compaction changed the page");
+}
+
+#[test]
 fn record_guess_finds_records_laid_in_slot_order() {
     let mut buf = vec![0u8; 8192];
     let mut page = init_hinted(buf.as_mut_slice(), ID, PageType::BTreeLeaf, 40);
@@ -540,7 +655,7 @@ fn exercise(page: &[u8]) -> Result<(), TestCaseError> {
 
     // Each mutator with the length of record it needs room for (0: none).
     type Mutator = fn(&mut SlottedMut<'_, [u8]>) -> Result<Result<(), NoRoom>>;
-    let ops: [(usize, Mutator); 8] = [
+    let ops: [(usize, Mutator); 10] = [
         (10 + SLOT_SIZE, |s| s.insert(0, b"0123456789")),
         // Usually the record just inserted, the lowest in the heap: `free_end` rises.
         (0, |s| s.delete(0).map(Ok)),
@@ -550,6 +665,10 @@ fn exercise(page: &[u8]) -> Result<(), TestCaseError> {
         (0, |s| s.delete(s.slot_count().saturating_sub(1)).map(Ok)),
         (0, |s| s.compact().map(Ok)),
         (0, |s| s.write_special(0, &[9u8; 4]).map(Ok)),
+        (3 + 500 + 2 * SLOT_SIZE, |s| {
+            s.extend_hinted([(b"abc".as_slice(), 1), (&[5u8; 500][..], 2)])
+        }),
+        (0, |s| s.truncate(s.slot_count() / 2).map(Ok)),
     ];
     // All mutators on one view, so that a state the view keeps in memory (never re-read from
     // the page) is exercised too.
