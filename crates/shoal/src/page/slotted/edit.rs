@@ -436,39 +436,27 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         let h = self.head;
         let heap_len = h.heap_len();
         let slots_len = h.slot_size * h.slot_count;
-        let mut slots = vec![0u8; slots_len];
-        self.page.read_into(h.slots_start(), &mut slots);
-        let mut old = vec![0u8; heap_len];
-        self.page.read_into(h.free_end, &mut old);
-        // `new[i]` is the new heap's byte `free_end + i`; records are placed from the end.
-        let mut new = vec![0u8; heap_len];
-        // One bit per heap byte: which bytes a record already claims (slotted rule 6).
+        let mut slots = self.page.to_vec(h.slots_start(), slots_len);
+        let old = self.page.to_vec(h.free_end, heap_len);
+        // Pass 1, the checks. One bit per heap byte: which bytes a record already claims
+        // (slotted rule 6).
         let mut claimed = vec![0u64; heap_len.div_ceil(64)];
-        let (mut cursor, mut live_bytes) = (heap_len, 0);
-        for (slot, raw) in slots.chunks_exact_mut(h.slot_size).enumerate() {
-            let word = u32::from_le_bytes(raw[..SLOT_SIZE].try_into().expect("4 bytes"));
-            let (offset, len) = h.entry_of(slot, word)?;
+        let (mut live_bytes, mut kept_bytes) = (0, 0);
+        for (slot, raw) in slots.chunks_exact(h.slot_size).enumerate() {
+            let (offset, len) = h.entry_of(slot, slot_word(raw))?;
             if len == 0 {
                 continue; // stored at `page_len`, outside the heap (slotted rule 5)
             }
-            let at = offset - h.free_end;
-            if !claim(&mut claimed, at, len) {
+            if !claim(&mut claimed, offset - h.free_end, len) {
                 return Err(h.corrupt(format!(
                     "the record of slot {slot} [{offset}, {}) overlaps another record",
                     offset + len
                 )));
             }
             live_bytes += len;
-            let (new_offset, new_len) = if Some(slot) == skip {
-                (h.page_len, 0)
-            } else {
-                // No underflow: the records claimed so far are disjoint bytes of the heap.
-                cursor -= len;
-                new[cursor..cursor + len].copy_from_slice(&old[at..at + len]);
-                (h.free_end + cursor, len)
-            };
-            raw[..2].copy_from_slice(&encode_offset(new_offset).to_le_bytes());
-            raw[2..SLOT_SIZE].copy_from_slice(&(new_len as u16).to_le_bytes());
+            if Some(slot) != skip {
+                kept_bytes += len;
+            }
         }
         if h.frag + live_bytes != heap_len {
             return Err(h.corrupt(format!(
@@ -477,9 +465,29 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
                 h.frag
             )));
         }
-        self.page.write_from(h.free_end + cursor, &new[cursor..]);
+        // Pass 2: the new heap from its lowest byte up, so the last slot's record first.
+        // Every offset was checked by pass 1 (and the slot bytes are this function's copy).
+        let free_end = h.page_len - kept_bytes;
+        let mut new = Vec::with_capacity(kept_bytes);
+        for (slot, raw) in slots.chunks_exact_mut(h.slot_size).enumerate().rev() {
+            let (offset, len) = h.entry_of(slot, slot_word(raw))?;
+            let (new_offset, new_len) = if len == 0 {
+                continue;
+            } else if Some(slot) == skip {
+                (h.page_len, 0)
+            } else {
+                let at = offset - h.free_end;
+                let new_offset = free_end + new.len();
+                new.extend_from_slice(&old[at..at + len]);
+                (new_offset, len)
+            };
+            raw[..2].copy_from_slice(&encode_offset(new_offset).to_le_bytes());
+            raw[2..SLOT_SIZE].copy_from_slice(&(new_len as u16).to_le_bytes());
+        }
+        debug_assert_eq!(new.len(), kept_bytes);
+        self.page.write_from(free_end, &new);
         self.page.write_from(h.slots_start(), &slots);
-        self.head.free_end = h.free_end + cursor;
+        self.head.free_end = free_end;
         self.head.frag = 0;
         self.store_head();
         Ok(())
@@ -566,6 +574,11 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         }
         self.page.write_from(OFF_SLOT_COUNT, &raw);
     }
+}
+
+/// The first four bytes of a slot (offset and length), as `Head::entry_of` takes them.
+fn slot_word(raw: &[u8]) -> u32 {
+    u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]])
 }
 
 /// Marks bytes `[at, at + len)` (`len > 0`) in `claimed`, one bit per byte; `false` (and
