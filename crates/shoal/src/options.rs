@@ -44,7 +44,7 @@ pub struct Options {
     /// kept on disk and the log a restart redoes to about twice this plus
     /// `cleaner_lag_bytes` (and an active transaction's log since its first record). Each
     /// checkpoint costs a full-page image in the log per page changed after it (torn-page
-    /// protection, txn rule 3), so a shorter interval logs more. Default 256 MiB. 0: no
+    /// protection, txn rule 3), so a shorter interval logs more. Default 512 MiB. 0: no
     /// background checkpoints (only [`Engine::checkpoint`](crate::Engine::checkpoint) and a
     /// clean close take one; the log then grows until the database is closed).
     pub checkpoint_log_bytes: u64,

@@ -591,6 +591,18 @@ mod tests {
                 );
             }
         }
+        // Slices of every length up to 9 bytes: heads with and without 8 bytes after them.
+        for len in 0..=9 {
+            let short = &plain[..len];
+            for o in 0..=len {
+                for n in 0..=8.min(len - o) {
+                    let mut head = [0u8; 8];
+                    head[..n].copy_from_slice(&short[o..o + n]);
+                    let want = u64::from_be_bytes(head);
+                    assert_eq!(short.head_be(o, n), want, "{n} of {len} bytes at {o}");
+                }
+            }
+        }
     }
 
     #[test]
