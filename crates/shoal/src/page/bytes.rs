@@ -277,17 +277,26 @@ fn atomic_to_vec(words: &[AtomicU64], offset: usize, len: usize) -> Vec<u8> {
     v
 }
 
-/// Reads `N` bytes at `offset` with one relaxed load when they lie in one word (the common
-/// case for aligned header fields and keys), else through [`atomic_read`].
+/// Reads `N` (at most 8) bytes at `offset` with one relaxed load when they lie in one word
+/// (the common case for aligned header fields and keys), else with two: the words' bytes
+/// side by side, cut at `offset` (through [`atomic_read`]'s byte loops, an inner node's
+/// unaligned 8-byte child pointer cost about 130 instructions, callgrind).
+///
+/// # Panics
+/// If the bytes lie outside the page.
 #[inline(always)]
 fn atomic_read_small<const N: usize>(words: &[AtomicU64], offset: usize) -> [u8; N] {
-    let start = offset % 8;
+    const { assert!(N <= 8, "at most one word") };
+    let (w, start) = (offset / 8, offset % 8);
     let mut out = [0u8; N];
     if start + N <= 8 {
-        let w = words[offset / 8].load(Relaxed).to_ne_bytes();
+        let w = words[w].load(Relaxed).to_ne_bytes();
         out.copy_from_slice(&w[start..start + N]);
     } else {
-        atomic_read(words, offset, &mut out);
+        let mut both = [0u8; 16];
+        both[..8].copy_from_slice(&words[w].load(Relaxed).to_ne_bytes());
+        both[8..].copy_from_slice(&words[w + 1].load(Relaxed).to_ne_bytes());
+        out.copy_from_slice(&both[start..start + N]);
     }
     out
 }
