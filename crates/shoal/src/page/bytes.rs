@@ -123,7 +123,7 @@ impl PageRead for [u8] {
     /// copying 150 entries out of an X-latched leaf spent 4 % of its instructions there).
     #[inline]
     fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
-        self[offset..offset + len].to_vec()
+        <[u8]>::to_vec(&self[offset..offset + len])
     }
     /// One unaligned 8-byte load when 8 bytes follow `offset`, masked to `n`; else a byte
     /// loop (the default's `memcpy` call into a stack buffer cost a search key's probe more
@@ -199,10 +199,9 @@ impl<'a> AtomicBytes<'a> {
 /// 8 bytes at a time from any offset ([`atomic_read_small`]: one load, or two where the 8
 /// bytes straddle a word boundary); a length that is not a multiple of 8 ends with the
 /// range's last 8 bytes, overlapping the piece before. Under 8 bytes, one piece and a byte
-/// loop. (A loop over the words with byte loops for the partial words at either end cost
-/// an unaligned 8-byte key about 130 instructions; a variable-length `memcpy` call per
-/// piece would cost more than the copy on the short reads that dominate: headers, keys,
-/// 8-byte values.)
+/// loop. No byte loops at either end of a longer read, and no variable-length `memcpy`
+/// call per piece (which would cost more than the copy on the short reads that dominate:
+/// headers, keys, 8-byte values).
 ///
 /// # Panics
 /// If the range lies outside the page.
@@ -287,8 +286,7 @@ fn atomic_to_vec(words: &[AtomicU64], offset: usize, len: usize) -> Vec<u8> {
 
 /// Reads `N` (at most 8) bytes at `offset` with one relaxed load when they lie in one word
 /// (the common case for aligned header fields and keys), else with two: the words' bytes
-/// side by side, cut at `offset` (through [`atomic_read`]'s byte loops, an inner node's
-/// unaligned 8-byte child pointer cost about 130 instructions, callgrind).
+/// side by side, cut at `offset`.
 ///
 /// # Panics
 /// If the bytes lie outside the page.

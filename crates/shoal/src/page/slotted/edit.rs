@@ -202,7 +202,11 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
     /// of once per record: how a split or a `FORMAT` log record fills a new node (a loop of
     /// [`SlottedMut::insert_hinted`] cost a 150-entry leaf about 75,000 instructions,
     /// callgrind). Compacts first if the records fit only after compaction. `records` is
-    /// walked twice: once to size them, once to write them.
+    /// walked twice, through a clone: once to size them, once to write them; both walks
+    /// must yield the same records.
+    ///
+    /// # Panics
+    /// If the second walk yields other lengths than the first (a programmer error).
     ///
     /// # Errors
     /// `Ok(Err(NoRoom))` if the records and their slots together exceed
@@ -214,9 +218,9 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         I::IntoIter: Clone,
     {
         let records = records.into_iter();
-        let (count, bytes) = records
-            .clone()
-            .fold((0usize, 0usize), |(n, b), (r, _)| (n + 1, b + r.len()));
+        let (count, bytes) = records.clone().fold((0usize, 0usize), |(n, b), (r, _)| {
+            (n + 1, b.saturating_add(r.len()))
+        });
         let needed_bytes = bytes.saturating_add(count.saturating_mul(self.head.slot_size));
         let free_bytes = self.head.total_free();
         if needed_bytes > free_bytes {
@@ -231,11 +235,23 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         // Every slot written lies in the contiguous free space below the heap, and so does
         // every record allocated: `needed_bytes` fits it.
         let first = self.head.slot_count;
-        for (i, (record, hint)) in records.enumerate() {
+        let mut written = 0;
+        for (i, (record, hint)) in records.take(count).enumerate() {
+            // A second pass that yields longer records than the first would write into the
+            // slot array: a programmer error (the clone must yield the same records).
+            written += record.len();
+            assert!(
+                written <= bytes,
+                "extend_hinted: records changed between passes"
+            );
             let offset = self.alloc(record.len());
             self.page.write_from(offset, record);
             self.write_slot_hinted(first + i, offset, record.len(), hint);
         }
+        assert_eq!(
+            written, bytes,
+            "extend_hinted: records changed between passes"
+        );
         self.head.slot_count += count;
         self.store_head();
         if count > 0 {
@@ -245,9 +261,9 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
     }
 
     /// Removes slots `keep..slot_count()` at once, as [`SlottedMut::delete`] of each from the
-    /// last would, but reading each slot once and storing the header once: the left half of
-    /// a split. The removed records' bytes become fragmented free space (the whole heap
-    /// comes back if no record byte is left).
+    /// last would, but storing the header once: the left half of a split. A removed record
+    /// at the bottom of the heap gives its bytes back to the contiguous free space, any
+    /// other leaves a hole (the whole heap comes back if no record byte is left).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `keep > slot_count()`; [`Error::Corruption`] if a
@@ -263,12 +279,34 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
                 ),
             ));
         }
-        let mut freed = 0;
-        for slot in keep..self.head.slot_count {
-            freed += self.head.slot_entry(&*self.page, slot)?.1;
+        // From the last slot down, as `delete` of each would: a record at the bottom of the
+        // heap gives its bytes back to the contiguous free space (on a page whose records
+        // lie in slot order, the removed ones are all there), any other becomes a hole.
+        let (mut free_end, mut frag) = (self.head.free_end, self.head.frag);
+        for slot in (keep..self.head.slot_count).rev() {
+            let (offset, len) = self.head.slot_entry(&*self.page, slot)?;
+            if len > 0 && offset < free_end {
+                return Err(self.head.corrupt(format!(
+                    "slot {slot}: record [{offset}, {}) overlaps a record freed before it",
+                    offset + len
+                )));
+            }
+            let heap_len = self.head.page_len - free_end;
+            if len > 0 && offset == free_end && frag <= heap_len - len {
+                free_end += len;
+            } else if frag + len <= heap_len {
+                frag += len;
+            } else {
+                return Err(self.head.corrupt(format!(
+                    "freeing the {len}-byte record of slot {slot} would make {} fragmented \
+                     bytes in a record heap of {heap_len} bytes",
+                    frag + len
+                )));
+            }
         }
-        self.head.frag = self.add_frag(freed)?;
         self.head.slot_count = keep;
+        self.head.free_end = free_end;
+        self.head.frag = frag;
         self.reclaim_empty_heap();
         self.store_head();
         self.store_last_hint(); // slotted rule 9: slot `keep - 1` (or none) is last now
@@ -445,7 +483,13 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         for (slot, raw) in slots.chunks_exact(h.slot_size).enumerate() {
             let (offset, len) = h.entry_of(slot, slot_word(raw))?;
             if len == 0 {
-                continue; // stored at `page_len`, outside the heap (slotted rule 5)
+                // Stored at `page_len`, outside the heap (slotted rule 5), and left there.
+                if offset != h.page_len {
+                    return Err(h.corrupt(format!(
+                        "slot {slot}: an empty record at offset {offset}, not the page end"
+                    )));
+                }
+                continue;
             }
             if !claim(&mut claimed, offset - h.free_end, len) {
                 return Err(h.corrupt(format!(
@@ -583,7 +627,7 @@ fn slot_word(raw: &[u8]) -> u32 {
 
 /// Marks bytes `[at, at + len)` (`len > 0`) in `claimed`, one bit per byte; `false` (and
 /// `claimed` partly marked) if one of them was marked already.
-fn claim(claimed: &mut [u64], at: usize, len: usize) -> bool {
+pub(super) fn claim(claimed: &mut [u64], at: usize, len: usize) -> bool {
     let end = at + len;
     let mut pos = at;
     while pos < end {
