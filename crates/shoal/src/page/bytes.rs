@@ -195,11 +195,11 @@ impl<'a> AtomicBytes<'a> {
     }
 }
 
-/// Copies bytes `[offset, offset + dst.len())` of `words` into `dst` with relaxed loads,
-/// 8 bytes at a time from any offset ([`atomic_read_small`]: one load, or two where the 8
-/// bytes straddle a word boundary); a length that is not a multiple of 8 ends with the
-/// range's last 8 bytes, overlapping the piece before. Under 8 bytes, one piece and a byte
-/// loop. No byte loops at either end of a longer read, and no variable-length `memcpy`
+/// Copies bytes `[offset, offset + dst.len())` of `words` into `dst` with relaxed loads:
+/// the first 8 bytes from any offset ([`atomic_read_small`]: one load, or two where they
+/// straddle a word boundary), the whole words after them one load each, and the range's
+/// last 8 bytes the same way as the first, overlapping what came before. Under 8 bytes, one
+/// piece and a byte loop. No byte loops at either end of a longer read, and no variable-length `memcpy`
 /// call per piece (which would cost more than the copy on the short reads that dominate:
 /// headers, keys, 8-byte values).
 ///
@@ -214,12 +214,18 @@ fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
         .filter(|&e| e <= page_len)
         .expect("read past end of page");
     if len >= 8 {
-        let mut chunks = dst.chunks_exact_mut(8);
-        for (i, c) in (&mut chunks).enumerate() {
-            c.copy_from_slice(&atomic_read_small::<8>(words, offset + 8 * i));
+        // The first 8 bytes, then every whole word after them with one load each, then the
+        // last 8 bytes; the pieces overlap where the range is not word-aligned.
+        dst[..8].copy_from_slice(&atomic_read_small::<8>(words, offset));
+        let end = offset + len;
+        let mut at = (offset + 1).next_multiple_of(8);
+        while at + 8 <= end {
+            let i = at - offset;
+            dst[i..i + 8].copy_from_slice(&words[at / 8].load(Relaxed).to_ne_bytes());
+            at += 8;
         }
-        if !chunks.into_remainder().is_empty() {
-            dst[len - 8..].copy_from_slice(&atomic_read_small::<8>(words, offset + len - 8));
+        if at < end {
+            dst[len - 8..].copy_from_slice(&atomic_read_small::<8>(words, end - 8));
         }
     } else if len > 0 {
         // The 8 bytes from `offset` if the page has them, else the page's last 8 (a page is
