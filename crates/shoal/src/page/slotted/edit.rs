@@ -171,16 +171,8 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
                 ),
             ));
         }
-        let needed_bytes = record.len().saturating_add(self.head.slot_size);
-        let free_bytes = self.head.total_free();
-        if needed_bytes > free_bytes {
-            return Ok(Err(NoRoom {
-                needed_bytes,
-                free_bytes,
-            }));
-        }
-        if needed_bytes > self.head.contiguous() {
-            self.compact_except(None)?;
+        if let Err(no) = self.make_room(record.len().saturating_add(self.head.slot_size))? {
+            return Ok(Err(no));
         }
         let offset = self.alloc(record.len());
         self.page.write_from(offset, record);
@@ -193,6 +185,25 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
         self.store_head();
         if slot + 1 == self.head.slot_count {
             self.store_last_hint(); // slotted rule 9: the new slot is the last one
+        }
+        Ok(Ok(()))
+    }
+
+    /// Makes `needed_bytes` of contiguous free space, compacting if the free space holds
+    /// them only once compacted; `Ok(Err(NoRoom))` (page unchanged) if it does not hold them.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the needed compaction finds the page corrupt (page unchanged).
+    fn make_room(&mut self, needed_bytes: usize) -> Result<Result<(), NoRoom>> {
+        let free_bytes = self.head.total_free();
+        if needed_bytes > free_bytes {
+            return Ok(Err(NoRoom {
+                needed_bytes,
+                free_bytes,
+            }));
+        }
+        if needed_bytes > self.head.contiguous() {
+            self.compact_except(None)?;
         }
         Ok(Ok(()))
     }
@@ -222,15 +233,8 @@ impl<'a, P: PageWrite + ?Sized> SlottedMut<'a, P> {
             (n + 1, b.saturating_add(r.len()))
         });
         let needed_bytes = bytes.saturating_add(count.saturating_mul(self.head.slot_size));
-        let free_bytes = self.head.total_free();
-        if needed_bytes > free_bytes {
-            return Ok(Err(NoRoom {
-                needed_bytes,
-                free_bytes,
-            }));
-        }
-        if needed_bytes > self.head.contiguous() {
-            self.compact_except(None)?;
+        if let Err(no) = self.make_room(needed_bytes)? {
+            return Ok(Err(no));
         }
         // Every slot written lies in the contiguous free space below the heap, and so does
         // every record allocated: `needed_bytes` fits it.
