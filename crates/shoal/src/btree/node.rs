@@ -1418,17 +1418,21 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
     ) -> Result<()> {
         let pid = self.page_id();
         let n = self.view()?.entry_count();
-        let old_high = self.s.get(1)?;
         let new_high = fence_record(high);
-        let freed: usize = (keep..n)
-            .map(|i| {
-                self.s
-                    .view()
-                    .record_len(FIRST_ENTRY + i)
-                    .map(|l| l + NODE_SLOT_SIZE)
-            })
-            .sum::<Result<usize>>()?;
-        if keep > n || self.s.view().free_space_total() + freed + old_high.len() < new_high.len() {
+        let room = self.s.view().free_space_total() + self.s.view().record_len(1)?;
+        // The new high fence must fit once the entries are gone (checked before anything is
+        // written). Their bytes are counted only where the room without them is short: a
+        // split's fence is usually no longer than the one it replaces.
+        let fits = || -> Result<bool> {
+            if room >= new_high.len() {
+                return Ok(true);
+            }
+            let freed = (keep..n)
+                .map(|i| self.s.view().record_len(FIRST_ENTRY + i))
+                .sum::<Result<usize>>()?;
+            Ok(room + freed + NODE_SLOT_SIZE * (n - keep) >= new_high.len())
+        };
+        if keep > n || !fits()? {
             return Err(Error::corruption(pid, format!("truncate to {keep} of {n}")));
         }
         self.s.truncate(FIRST_ENTRY + keep)?;
@@ -1524,6 +1528,31 @@ mod tests {
         let mut page = vec![0u8; 8192];
         image.write_to(page.as_mut_slice(), PageId(7)).unwrap();
         page
+    }
+
+    /// The left half of a split: a high fence that fits only once the right half's entries
+    /// are gone is taken; one that does not fit even then is corruption, with the page
+    /// unchanged.
+    #[test]
+    fn truncate_counts_the_entries_it_drops_for_the_new_fence() {
+        // 60 entries of 50-byte keys and values (about 6.8 KB of an 8 KiB page): the room
+        // left is less than a fence of 1,500 bytes.
+        let keys: Vec<Vec<u8>> = (0..60u8).map(|i| vec![i; 50]).collect();
+        let mut page = leaf(&keys, None, None);
+        let fence = |len: usize| Some(vec![30u8; len]);
+        let room = Node::open(page.as_slice()).unwrap().free_bytes();
+        assert!(room < 1500, "the page must be short of room: {room}");
+        let before = page.clone();
+        let mut n = NodeMut::open(page.as_mut_slice()).unwrap();
+        let e = n.truncate(30, &fence(8000), PageId(9)).unwrap_err();
+        assert!(matches!(e, crate::Error::Corruption { .. }), "{e}");
+        assert!(page == before, "a refused truncate changed the page");
+        let mut n = NodeMut::open(page.as_mut_slice()).unwrap();
+        n.truncate(30, &fence(1500), PageId(9)).unwrap();
+        let v = n.view().unwrap();
+        assert_eq!(v.entry_count(), 30);
+        assert_eq!(v.high_fence().unwrap(), fence(1500));
+        crate::page::slotted::check(page.as_slice(), PageId(7)).unwrap();
     }
 
     /// `search` places any key, inside the fences or not, as the sorted entries do, also in

@@ -199,9 +199,9 @@ impl<'a> AtomicBytes<'a> {
 /// the first 8 bytes from any offset ([`atomic_read_small`]: one load, or two where they
 /// straddle a word boundary), the whole words after them one load each, and the range's
 /// last 8 bytes the same way as the first, overlapping what came before. Under 8 bytes, one
-/// piece and a byte loop. No byte loops at either end of a longer read, and no variable-length `memcpy`
-/// call per piece (which would cost more than the copy on the short reads that dominate:
-/// headers, keys, 8-byte values).
+/// piece and a byte loop. No byte loops at either end of a longer read, and no
+/// variable-length `memcpy` call per piece (which would cost more than the copy on the
+/// short reads that dominate: headers, keys, 8-byte values).
 ///
 /// # Panics
 /// If the range lies outside the page.

@@ -68,8 +68,9 @@
 //! 9. `last_hint` is the hint of slot `slot_count - 1` on a hinted page with slots, and 0
 //!    otherwise. Only the mutators that can change the last slot or its hint (an insert that
 //!    becomes the last slot, a delete of the last slot, `set_hint` of the last slot,
-//!    `extend_hinted`, `truncate`) write it. Readers use it only as a search bound and check what they find against the slots,
-//!    so an optimistic reader that sees a stale copy only searches further.
+//!    `extend_hinted`, `truncate`) write it. Readers use it only as a search bound and check
+//!    what they find against the slots, so an optimistic reader that sees a stale copy only
+//!    searches further.
 //!
 //! Consequently the free space after compaction, [`Slotted::free_space_total`], is
 //! `page_size - free_start - sum of record lengths` and depends only on the records, never on
