@@ -1281,16 +1281,18 @@ pub(crate) struct NodeMut<'a, W: PageWrite + ?Sized> {
 }
 
 impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
-    /// Opens a write view after the same checks as [`Node::open`].
+    /// Opens a write view after the slotted header's checks ([`SlottedMut::open`]). The
+    /// node's own checks ([`Node::open`]'s) are left to the change: every change method
+    /// begins with [`NodeMut::view`], which makes them before anything is changed, so a
+    /// page that is not a B-tree node is refused all the same, and a redo (which opens the
+    /// node for one change) does not check it twice.
     ///
     /// # Errors
-    /// As [`Node::open`].
+    /// As [`SlottedMut::open`].
     pub(crate) fn open(page: &'a mut W) -> Result<Self> {
-        let n = NodeMut {
+        Ok(NodeMut {
             s: SlottedMut::open(page)?,
-        };
-        n.view()?;
-        Ok(n)
+        })
     }
 
     /// A read view of the current state (the slotted header is the one this view keeps up
@@ -1511,7 +1513,7 @@ impl<'a, W: PageWrite + ?Sized> NodeMut<'a, W> {
 mod tests {
     use super::{
         hint_lower_bound, inline_leaf_entry, lower_bound, Node, NodeImage, NodeMut,
-        INTERPOLATION_MIN_ENTRIES, INTERPOLATION_WINDOW,
+        INTERPOLATION_MIN_ENTRIES, INTERPOLATION_WINDOW, MAX_LEVEL, SPECIAL_OFFSET, SP_LEVEL,
     };
     use crate::types::PageId;
     use proptest::prelude::*;
@@ -1528,6 +1530,42 @@ mod tests {
         let mut page = vec![0u8; 8192];
         image.write_to(page.as_mut_slice(), PageId(7)).unwrap();
         page
+    }
+
+    /// `NodeMut::open` checks only the slotted header; every change still makes the node's
+    /// own checks first, so on a page whose special area is not a B-tree node's each one is
+    /// refused as corruption and the page is unchanged.
+    #[test]
+    fn every_change_refuses_a_page_that_is_not_a_node() {
+        let keys = vec![b"aa".to_vec(), b"bb".to_vec()];
+        let mut page = leaf(&keys, None, None);
+        page[SPECIAL_OFFSET + SP_LEVEL..SPECIAL_OFFSET + SP_LEVEL + 2]
+            .copy_from_slice(&(MAX_LEVEL + 1).to_le_bytes());
+        assert!(Node::open(page.as_slice()).is_err());
+        let before = page.clone();
+        let rec = inline_leaf_entry(b"cc", b"cc");
+        let old = inline_leaf_entry(b"aa", b"zz");
+        let results = [
+            NodeMut::open(page.as_mut_slice())
+                .unwrap()
+                .insert(&rec, None),
+            NodeMut::open(page.as_mut_slice())
+                .unwrap()
+                .replace(&old, Some(0)),
+            NodeMut::open(page.as_mut_slice())
+                .unwrap()
+                .remove(b"aa", None),
+            NodeMut::open(page.as_mut_slice())
+                .unwrap()
+                .patch(b"aa", 5, b"z", None),
+            NodeMut::open(page.as_mut_slice())
+                .unwrap()
+                .truncate(1, &None, PageId(9)),
+        ];
+        for r in results {
+            assert!(matches!(r, Err(crate::Error::Corruption { .. })), "{r:?}");
+            assert_eq!(page, before);
+        }
     }
 
     /// The left half of a split: a high fence that fits only once the right half's entries

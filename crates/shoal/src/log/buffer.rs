@@ -189,7 +189,7 @@ impl LogBuffer {
     }
 
     /// Reserves `len` bytes (invariant 1). The caller must then wait until
-    /// [`LogBuffer::has_room`] before [`LogBuffer::write`].
+    /// [`LogBuffer::has_room`] before [`LogBuffer::write_with`].
     ///
     /// # Panics
     /// If `len` is below [`MIN_RECORD_BYTES`] or above a quarter of the capacity (the log
@@ -215,13 +215,38 @@ impl LogBuffer {
     ///
     /// # Panics
     /// If the length does not match or the ring has no room for `r` yet.
+    #[cfg(test)]
     pub fn write(&self, r: Reservation, bytes: &[u8]) {
         assert_eq!(bytes.len() as u64, r.end - r.start);
+        self.write_with(r, |b| b.copy_from_slice(bytes));
+    }
+
+    /// Completes reservation `r` with bytes produced in place: `fill` gets the reservation's
+    /// `r.end - r.start` ring bytes as one slice and must write every one of them, then the
+    /// record is published as complete (invariant 3). The log manager encodes its record
+    /// straight into the ring this way, with no copy through a scratch buffer. Where the range wraps around the ring's end, `fill`
+    /// writes into a temporary buffer that is then copied in (once per lap of the ring).
+    ///
+    /// # Panics
+    /// If the ring has no room for `r` yet (the caller waits for [`LogBuffer::has_room`]).
+    pub fn write_with(&self, r: Reservation, fill: impl FnOnce(&mut [u8])) {
         assert!(self.has_room(r), "log buffer write without room");
-        // The range [r.start, r.end) belongs to this reservation alone (invariant 1) and its
-        // ring bytes are not read by the flusher until the slot store below, nor reused before
-        // `released` passes it (invariant 2).
-        self.copy_in(r.start, bytes);
+        let len = (r.end - r.start) as usize;
+        let at = (r.start & self.mask) as usize;
+        if at + len <= self.capacity() as usize {
+            // SAFETY: `at + len <= capacity`, so the slice lies inside the allocation. The
+            // range [r.start, r.end) belongs to this reservation alone (invariant 1), the
+            // flusher makes no slice of it before the slot store below (invariant 3), and no
+            // inserter reuses it before `released` passes it (invariant 2): this is the only
+            // reference to these bytes while it lives.
+            let bytes =
+                unsafe { std::slice::from_raw_parts_mut(self.ring.as_raw_ptr().add(at), len) };
+            fill(bytes);
+        } else {
+            let mut tmp = vec![0u8; len];
+            fill(&mut tmp);
+            self.copy_in(r.start, &tmp);
+        }
         self.slots[((r.start / SLOT_BYTES) & self.slot_mask) as usize].store(r.end, Release);
         self.prefetch_ahead(r);
     }

@@ -125,7 +125,6 @@ use crate::stats::StripedCounter;
 use crate::types::Lsn;
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
-use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
@@ -222,10 +221,6 @@ enum Work {
     Run,
     Sleep,
     Exit,
-}
-
-thread_local! {
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 impl LogManager {
@@ -371,21 +366,27 @@ impl LogManager {
     /// [`Error::InvalidArgument`] if the record is larger than a quarter of the buffer;
     /// [`Error::LogFailed`] after a log I/O failure or `close`.
     pub fn append(&self, record: &LogRecord) -> Result<Lsn> {
+        self.check_append(record)?;
+        self.append_checked(record)
+    }
+
+    /// [`LogManager::append`] for a record that [`LogManager::check_append`] has already
+    /// passed (a logged change checks before it changes its page, transaction rule 2): the
+    /// record's size and roles are not checked again, only that the log is still usable.
+    ///
+    /// # Errors
+    /// [`Error::LogFailed`] after a log I/O failure or `close`.
+    pub(crate) fn append_checked(&self, record: &LogRecord) -> Result<Lsn> {
+        self.check_usable()?;
         // Nothing may fail or panic between `reserve` and `write`: a reserved range that is
         // never completed stops the completed prefix for good.
-        self.check_append(record)?;
         let len = record.encoded_len() as u64;
         let r = self.buffer.reserve(len);
-        SCRATCH.with(|s| -> Result<()> {
-            let mut s = s.borrow_mut();
-            s.resize(len as usize, 0);
-            record.encode_into(Lsn(r.start), &mut s);
-            if !self.buffer.has_room(r) {
-                self.wait_for_room(r)?;
-            }
-            self.buffer.write(r, &s);
-            Ok(())
-        })?;
+        if !self.buffer.has_room(r) {
+            self.wait_for_room(r)?;
+        }
+        self.buffer
+            .write_with(r, |buf| record.encode_validated(Lsn(r.start), buf));
         fence(SeqCst); // invariant 5: slot store before the `requested` load
         let quarter = self.buffer.capacity() / 4;
         if r.start / quarter != r.end / quarter || self.requested.load(Relaxed) > r.start {

@@ -265,6 +265,19 @@ impl LogRecord {
     /// If `buf.len() != self.encoded_len()`, if `lsn` is not a multiple of [`RECORD_ALIGN`],
     /// or if [`validate`](Self::validate) fails: callers check size and roles first.
     pub fn encode_into(&self, lsn: Lsn, buf: &mut [u8]) {
+        if let Err(e) = self.validate() {
+            panic!("encode_into: {e}");
+        }
+        self.encode_validated(lsn, buf);
+    }
+
+    /// [`encode_into`](Self::encode_into) for a record that [`validate`](Self::validate)
+    /// has already passed (the log manager's append, after `check_append`): the same bytes,
+    /// without checking the record's size and roles a second time.
+    ///
+    /// # Panics
+    /// If `buf.len() != self.encoded_len()` or `lsn` is not a multiple of [`RECORD_ALIGN`].
+    pub(crate) fn encode_validated(&self, lsn: Lsn, buf: &mut [u8]) {
         let len = self.encoded_len();
         assert_eq!(
             buf.len(),
@@ -276,9 +289,7 @@ impl LogRecord {
             0,
             "record LSN {lsn} not aligned"
         );
-        if let Err(e) = self.validate() {
-            panic!("encode_into: {e}");
-        }
+        debug_assert!(self.validate().is_ok());
         let redo_end = RECORD_HEADER_BYTES + self.redo.len();
         let undo_end = redo_end + self.undo.len();
         let pad = len - undo_end;

@@ -331,7 +331,7 @@ impl TxnManager {
             &mut page.page_mut(),
             near,
         )?;
-        match self.log.append(rec) {
+        match self.log.append_checked(rec) {
             Ok(lsn) => {
                 page.set_page_lsn(lsn);
                 Ok(lsn)
