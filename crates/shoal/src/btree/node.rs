@@ -50,6 +50,8 @@ use crate::types::PageId;
 use std::cmp::Ordering;
 use std::ops::Range;
 
+pub(crate) mod summary;
+
 /// Bytes of the B-tree special area.
 pub(crate) const SPECIAL_BYTES: usize = 40;
 /// Bytes of a node's slot (offset, length, hint): nodes are hinted slotted pages.
@@ -322,6 +324,20 @@ fn hint_search_from(count: usize, guess: usize, below: impl Fn(usize) -> bool) -
         } else {
             lower_bound(1, start, below)
         }
+    }
+}
+
+/// Prefetches the slot lines [`hint_search_from`] reads from guess `g` of a node of
+/// `count` entries: the guess's and those of the window's two ends, `INTERPOLATION_WINDOW`
+/// slots (one line of hinted slots) either side, of which the search reads one after the
+/// guess says which: without them, that second line was a miss of its own after the
+/// guess's. Advisory.
+#[inline(always)]
+fn prefetch_window<P: PageRead + ?Sized>(page: &P, count: usize, g: usize) {
+    let lo = g.saturating_sub(INTERPOLATION_WINDOW);
+    let hi = (g + INTERPOLATION_WINDOW).min(count.saturating_sub(1));
+    for i in [lo, g, hi] {
+        page.prefetch(HINTS_AT + NODE_SLOT_SIZE * i);
     }
 }
 
@@ -763,7 +779,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             return None;
         }
         let g = interpolate(count, hint, first, last);
-        page.prefetch(HINTS_AT + NODE_SLOT_SIZE * g);
+        prefetch_window(page, count, g);
         let before = usize::from(!self.is_leaf());
         self.s
             .prefetch_record_in_order(FIRST_ENTRY, FIRST_ENTRY + g, before);

@@ -292,7 +292,14 @@ impl BTree {
                 wal::redo_remove(&plan.sep),
             )?;
             step()
-        })
+        })?;
+        // Both halves' search summaries (`node::summary`): the left half's count, fences and
+        // hint offset have changed, and a leaf filled by an ascending load is not written
+        // again after its split, so its summary would stay the full node's.
+        for g in [&*x, &*r] {
+            g.set_summary(Node::open(g.bytes())?.search_summary());
+        }
+        Ok(())
     }
 
     /// Grows the tree by one level if the X-latched root still lacks `needed` bytes: its

@@ -524,7 +524,12 @@ impl BTree {
             let Some((child, child_level)) = step? else {
                 return Ok(Attempt::Done(Path { parent, node }));
             };
-            let c = match self.pool.fix_optimistic(child) {
+            // The child's search summary, from its frame descriptor, starts the misses of
+            // the child's search alongside those of its first lines (`node::summary`).
+            let c = match self.pool.fix_optimistic_with(child, |s, page| match seek {
+                Seek::Key(k) | Seek::Before(k) => node::summary::prefetch(s, k, page),
+                Seek::Last => {}
+            }) {
                 Ok(c) => c,
                 Err(e) => {
                     return match node.validate() {
@@ -884,6 +889,11 @@ impl BTree {
             };
             let (old, room, pos, at_end) = {
                 let n = Node::open(x.bytes())?;
+                // Kept up to date by the writers, for the next descent's prefetch (summary
+                // invariant 2), when it has drifted far enough to misplace a guess.
+                if n.summary_is_stale(x.summary()) {
+                    x.set_summary(n.search_summary());
+                }
                 match n.search(key)? {
                     Ok(i) => (
                         Some(n.entry(i)?),

@@ -22,6 +22,12 @@ pub(crate) const NIL: u32 = u32::MAX;
 ///   image, so dirtying it again gives it `image_lsn` as its recovery LSN (txn rule 3) — a
 ///   write of it cannot advance the redo point until a checkpoint begins after that image
 ///   (the cleaner skips such writes; see `cleaner`). A hint only: racy reads are harmless.
+/// * `summary` is advisory, opaque to the pool: 16 bytes that the page's owner keeps about
+///   the page so that a reader can start the page's cache misses before its first lines
+///   arrive (the B-tree's search summary, `btree::node::summary`). It shares the line the
+///   latch word is read from anyway. Written by holders of the X latch only, so readers
+///   write no shared memory; zeroed when the frame takes a new page. Any value is safe: a
+///   stale or torn one only prefetches the wrong lines of the frame's own image.
 #[repr(align(64))]
 pub(crate) struct Frame {
     pub(crate) latch: HybridLatch,
@@ -32,6 +38,7 @@ pub(crate) struct Frame {
     pub(crate) image_written: AtomicBool,
     pub(crate) rec_lsn: AtomicU64,
     pub(crate) image_lsn: AtomicU64,
+    pub(crate) summary: [AtomicU64; 2],
 }
 
 const _: () = assert!(std::mem::size_of::<Frame>() == 64 || cfg!(loom));
@@ -47,6 +54,24 @@ impl Frame {
             image_written: AtomicBool::new(false),
             rec_lsn: AtomicU64::new(0),
             image_lsn: AtomicU64::new(0),
+            summary: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+
+    /// The page summary (the `summary` field rule): two relaxed loads.
+    #[inline(always)]
+    pub(crate) fn summary(&self) -> [u64; 2] {
+        [self.summary[0].load(Relaxed), self.summary[1].load(Relaxed)]
+    }
+
+    /// Sets the page summary (the caller holds the X latch, or is giving the frame a new
+    /// page), storing only the words that differ.
+    #[inline]
+    pub(crate) fn set_summary(&self, s: [u64; 2]) {
+        for (w, v) in self.summary.iter().zip(s) {
+            if w.load(Relaxed) != v {
+                w.store(v, Relaxed);
+            }
         }
     }
 

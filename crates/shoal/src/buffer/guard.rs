@@ -85,6 +85,21 @@ impl<'a> ExclusiveGuard<'a> {
         PageId(self.pool.frames[self.frame as usize].page_id.load(Relaxed))
     }
 
+    /// The frame's page summary, as last set by [`ExclusiveGuard::set_summary`] (zeros if
+    /// not since the frame took this page).
+    #[inline]
+    pub(crate) fn summary(&self) -> [u64; 2] {
+        self.pool.frames[self.frame as usize].summary()
+    }
+
+    /// Sets the frame's page summary: advisory bytes about the page, opaque to the pool,
+    /// that [`BufferPool::fix_optimistic_with`] hands to a reader's prefetch (the frame's
+    /// `summary` rule). Stores only what differs.
+    #[inline]
+    pub(crate) fn set_summary(&self, s: [u64; 2]) {
+        self.pool.frames[self.frame as usize].set_summary(s);
+    }
+
     /// The page LSN from the header.
     pub fn page_lsn(&self) -> Lsn {
         header::page_lsn(self.bytes())

@@ -139,6 +139,7 @@ impl PageTable {
         fr.page_id.store(pid.0, Relaxed);
         fr.image_lsn.store(0, Relaxed); // no image of the new page is known yet
         fr.image_written.store(false, Relaxed);
+        fr.set_summary([0, 0]); // a summary is of the frame's old page
         fr.next.store(b.head.load(Relaxed), Relaxed);
         b.head.store(f, Relaxed);
         Ok(())

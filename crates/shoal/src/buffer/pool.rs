@@ -337,6 +337,27 @@ impl BufferPool {
     /// # Errors
     /// As [`BufferPool::fix_shared`] (only on a miss).
     pub fn fix_optimistic(&self, pid: PageId) -> Result<OptimisticPage<'_>> {
+        self.fix_optimistic_with(pid, |_, _| {})
+    }
+
+    /// [`BufferPool::fix_optimistic`] that calls `prefetch` with the frame's page summary
+    /// (the 16 advisory bytes its X-latch holders keep, [`ExclusiveGuard::set_summary`];
+    /// zeros if none) and the page's bytes as soon as the frame is found through the page
+    /// table's frame hint (the common case; not after a lookup in the table). The summary
+    /// lies on the frame descriptor's line, which the latch's version is read from anyway,
+    /// so a caller that knows what it will look for (a B-tree search key) starts the misses
+    /// of the lines it will read in parallel with the page's first lines, not after them.
+    /// `prefetch` must only prefetch: the summary may be stale or torn, and the page may
+    /// change under it.
+    ///
+    /// # Errors
+    /// As [`BufferPool::fix_optimistic`].
+    #[inline]
+    pub fn fix_optimistic_with(
+        &self,
+        pid: PageId,
+        prefetch: impl FnOnce([u64; 2], &AtomicBytes<'_>),
+    ) -> Result<OptimisticPage<'_>> {
         Self::check_pid(pid)?;
         // The frame hint first (page_table's module doc): a guess, taken only if the frame's
         // latch is free and it holds `pid`. The page id is checked again by `validate`'s
@@ -347,6 +368,7 @@ impl BufferPool {
             self.prefetch_head(hinted);
             if let Ok(g) = fr.latch.try_optimistic() {
                 if fr.page_id.load(Relaxed) == pid.0 {
+                    prefetch(fr.summary(), &AtomicBytes::new(self.words(hinted)));
                     fr.touch();
                     return Ok(OptimisticPage::new(self, hinted, pid, g));
                 }

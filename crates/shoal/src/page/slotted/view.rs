@@ -272,14 +272,34 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     /// if `slot` is not in `first..slot_count`.
     /// Reads the header and the slots before `first` only. A guess: on a page whose records
     /// lie in another order it names other bytes of the page, never bytes outside it.
+    #[inline]
     pub fn guess_record_in_order(
         &self,
         first: usize,
         slot: usize,
         before: usize,
     ) -> Option<Range<usize>> {
+        let (free_end, avg) = self.record_layout(first)?;
         let h = &self.head;
-        if slot >= h.slot_count || first > slot {
+        record_guess(
+            h.page_len,
+            free_end,
+            avg,
+            h.slot_count - first,
+            slot.checked_sub(first)?,
+            before,
+        )
+    }
+
+    /// What [`Slotted::guess_record_in_order`] needs of the page besides the slot: the
+    /// start of the heap and the average length of the records of slots `first..`, in
+    /// 1/65536ths of a byte. `None` if no slot is at or past `first`. Reads the header and
+    /// the slots before `first` only; for [`record_guess`] now or later (a summary of the
+    /// page kept where a reader finds it before the page's own lines).
+    #[inline]
+    pub fn record_layout(&self, first: usize) -> Option<(usize, usize)> {
+        let h = &self.head;
+        if first >= h.slot_count {
             return None;
         }
         // Bytes of the records of `first..slot_count`; below 2^16 (Head::read checked
@@ -291,11 +311,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
             heap = heap.saturating_sub((self.page.u32_at(h.slot_pos(s)) >> 16) as usize);
         }
         // The average record length in 1/65536ths of a byte: one division.
-        let avg = (heap << 16) / (h.slot_count - first);
-        let at = h.free_end + (((h.slot_count - 1 - slot) * avg) >> 16);
-        let records = before.min(slot - first) + 1;
-        let end = at + ((records * avg) >> 16) + RECORD_GUESS_SLACK;
-        Some(at.saturating_sub(RECORD_GUESS_SLACK).min(h.page_len)..end.min(h.page_len))
+        Some((h.free_end, (heap << 16) / (h.slot_count - first)))
     }
 
     /// Prefetches the lines of [`Slotted::guess_record_in_order`]'s range, at most
@@ -304,15 +320,8 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     /// slot's own miss says where the record is. Advisory: changes nothing, never fails.
     #[inline]
     pub fn prefetch_record_in_order(&self, first: usize, slot: usize, before: usize) {
-        const LINE: usize = 64;
-        let Some(r) = self.guess_record_in_order(first, slot, before) else {
-            return;
-        };
-        let mut pos = r.start / LINE * LINE;
-        let end = r.end.min(pos + RECORD_GUESS_MAX_LINES * LINE);
-        while pos < end {
-            self.page.prefetch(pos);
-            pos += LINE;
+        if let Some(r) = self.guess_record_in_order(first, slot, before) {
+            prefetch_lines(self.page, r);
         }
     }
 
@@ -333,6 +342,45 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     /// the insert does by itself): `len + slot_size() <= free_space_total()`.
     pub fn can_fit(&self, len: usize) -> bool {
         len.saturating_add(self.head.slot_size) <= self.free_space_total()
+    }
+}
+
+/// The byte range [`Slotted::guess_record_in_order`] guesses, from a page's
+/// [`Slotted::record_layout`] (`free_end`, `avg` in 1/65536ths of a byte) on a page of
+/// `page_len` bytes: the record of the `i`-th of `n` slots in slot order (counted from the
+/// layout's `first`) and the `before` records before it. `None` if `i >= n`. Pure
+/// arithmetic: any inputs give a range inside `0..page_len`.
+#[inline]
+pub fn record_guess(
+    page_len: usize,
+    free_end: usize,
+    avg: usize,
+    n: usize,
+    i: usize,
+    before: usize,
+) -> Option<Range<usize>> {
+    if i >= n {
+        return None;
+    }
+    // Saturating: the inputs may come from a stale summary, not from this page's header.
+    let at = free_end.saturating_add((n - 1 - i).saturating_mul(avg) >> 16);
+    let records = before.min(i) + 1;
+    let end = at
+        .saturating_add(records.saturating_mul(avg) >> 16)
+        .saturating_add(RECORD_GUESS_SLACK);
+    Some(at.saturating_sub(RECORD_GUESS_SLACK).min(page_len)..end.min(page_len))
+}
+
+/// Prefetches the lines of `r` on `page`, at most `RECORD_GUESS_MAX_LINES` from its start
+/// (the lines of a [`record_guess`]). Advisory.
+#[inline]
+pub fn prefetch_lines<P: PageRead + ?Sized>(page: &P, r: Range<usize>) {
+    const LINE: usize = 64;
+    let mut pos = r.start / LINE * LINE;
+    let end = r.end.min(pos + RECORD_GUESS_MAX_LINES * LINE);
+    while pos < end {
+        page.prefetch(pos);
+        pos += LINE;
     }
 }
 
