@@ -149,7 +149,22 @@
 //!     record's then overlap instead of one waiting for the other. Only a prefetch: on a
 //!     node in another order it fetches a wrong line, and the search reads slot and record
 //!     as before. Where the hints leave a run of equal hints to bisect by the keys, the
-//!     run's records are prefetched before the bisection (`Node::prefetch_run`).
+//!     run's records are prefetched before the bisection (`Node::prefetch_run`). The
+//!     guess's window (the slots `hint_search_from` reads beside it) is prefetched with it.
+//! 17. **A run's end first.** Where keys share more than the hint's bytes past the hint
+//!     offset, the hints find a run of entries that the keys themselves must narrow; a
+//!     search compares the run's last entry first, so a key past the run (an insert in
+//!     ascending order inside a leaf, TPC-C's order lines) is placed with one comparison
+//!     (`Node::search`). A scan's start bisects the run as before (`search_scan_start`):
+//!     its bound is often a prefix of the keys it finds, at the run's start.
+//! 18. **Search summary.** A leaf's frame descriptor keeps 16 advisory bytes about the
+//!     leaf (`node::summary`): the count, hint offset, first and last hints and heap layout
+//!     that rule 16's guess needs. A descent hands them and its key to a prefetch as it
+//!     fixes the leaf (`BufferPool::fix_optimistic_with`), so the guess's
+//!     slot and record lines are fetched together with the leaf's header instead of after
+//!     it. Only X-latch holders set a summary (an insert or update when it has drifted, a
+//!     split for both halves), so readers still write nothing; a stale summary fetches
+//!     wrong lines of the same page, nothing else.
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's

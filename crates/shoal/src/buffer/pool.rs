@@ -353,7 +353,7 @@ impl BufferPool {
     /// # Errors
     /// As [`BufferPool::fix_optimistic`].
     #[inline]
-    pub fn fix_optimistic_with(
+    pub(crate) fn fix_optimistic_with(
         &self,
         pid: PageId,
         prefetch: impl FnOnce([u64; 2], &AtomicBytes<'_>),
