@@ -296,8 +296,11 @@ impl BTree {
         // Both halves' search summaries (`node::summary`): the left half's count, fences and
         // hint offset have changed, and a leaf filled by an ascending load is not written
         // again after its split, so its summary would stay the full node's.
+        // Advisory, after the split has committed: a node that does not open gets none.
         for g in [&*x, &*r] {
-            g.set_summary(Node::open(g.bytes())?.search_summary());
+            if let Ok(n) = Node::open(g.bytes()) {
+                g.set_summary(n.search_summary());
+            }
         }
         Ok(())
     }
@@ -347,6 +350,12 @@ impl BTree {
             sys.change(root, wal::redo_format(&new_root), wal::redo_format(&img))?;
             step()
         })?;
+        // The new children's search summaries (`node::summary`), as a split sets its halves'.
+        for g in [&a, &b] {
+            if let Ok(n) = Node::open(g.bytes()) {
+                g.set_summary(n.search_summary());
+            }
+        }
         Ok(true)
     }
 }

@@ -26,8 +26,9 @@ pub(crate) const NIL: u32 = u32::MAX;
 ///   the page so that a reader can start the page's cache misses before its first lines
 ///   arrive (the B-tree's search summary, `btree::node::summary`). It shares the line the
 ///   latch word is read from anyway. Written by holders of the X latch only, so readers
-///   write no shared memory; zeroed when the frame takes a new page. Any value is safe: a
-///   stale or torn one only prefetches the wrong lines of the frame's own image.
+///   write no shared memory; zeroed when the frame takes a new page or a page in it is
+///   rewritten whole (`fix_uninit`). Any value is safe: a stale or torn one only
+///   prefetches the wrong lines of the frame's own image.
 #[repr(align(64))]
 pub(crate) struct Frame {
     pub(crate) latch: HybridLatch,

@@ -314,6 +314,8 @@ impl BufferPool {
                 let latch = fr.latch.exclusive();
                 if fr.page_id.load(Relaxed) == pid.0 {
                     self.counters.hits.incr();
+                    // The caller rewrites the page whole: a summary is of what it held.
+                    fr.set_summary([0, 0]);
                     return Ok(ExclusiveGuard::new(self, f, latch));
                 }
                 continue;

@@ -73,7 +73,9 @@ pub struct Reservation {
 /// The ring and its counters. See the module doc.
 pub struct LogBuffer {
     /// The ring bytes, 4 KiB aligned (invariant 5). Accessed only through
-    /// [`AlignedBuf::as_raw_ptr`], never through a reference to its contents.
+    /// [`AlignedBuf::as_raw_ptr`]: the only references to its contents are the flusher's
+    /// slices of completed, unreleased ranges and [`LogBuffer::write_with`]'s slice of its
+    /// own reservation, which never overlap.
     ring: AlignedBuf,
     mask: u64,
     slots: Box<[AtomicU64]>,
@@ -156,10 +158,10 @@ impl LogBuffer {
         let at = (lsn & self.mask) as usize;
         let first = bytes.len().min(cap - at);
         // SAFETY: `at + first <= cap` and `bytes.len() - first <= at`, so both copies stay
-        // inside the allocation. The callers own these ring bytes: `write` by its reservation
-        // (invariants 1 and 2), `with_head` before the buffer is shared. No reference to ring
-        // bytes is ever made except the flusher's slices of completed, unreleased ranges,
-        // which do not overlap a reservation being written.
+        // inside the allocation. The callers own these ring bytes: `write_with` (a wrapping
+        // reservation) by its reservation (invariants 1 and 2), `with_head` before the buffer
+        // is shared. The only references to ring bytes are the flusher's slices of
+        // completed, unreleased ranges, which do not overlap a reservation being written.
         unsafe {
             let base = self.ring.as_raw_ptr();
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(at), first);
@@ -226,6 +228,8 @@ impl LogBuffer {
     /// record is published as complete (invariant 3). The log manager encodes its record
     /// straight into the ring this way, with no copy through a scratch buffer. Where the range wraps around the ring's end, `fill`
     /// writes into a temporary buffer that is then copied in (once per lap of the ring).
+    /// `fill` must not panic: a reservation that is never completed stops the completed
+    /// prefix for good.
     ///
     /// # Panics
     /// If the ring has no room for `r` yet (the caller waits for [`LogBuffer::has_room`]).
@@ -327,7 +331,8 @@ impl LogBuffer {
 
     /// The bytes of the complete record that starts at LSN `lsn`, copied out of the ring, or
     /// `None` if the ring cannot answer: the record is released (on disk: read it from the
-    /// files), not complete, or `lsn` starts no record of this lap. The bytes are what the
+    /// files), not complete or behind a record that is not (the completed prefix does not
+    /// reach its end), or `lsn` starts no record of this lap. The bytes are what the
     /// inserter wrote for the reservation whose completion slot `lsn` names; if `lsn` is not
     /// a record's start they are not a record, which decoding them finds (invariant 6).
     pub fn copy_record(&self, lsn: u64) -> Option<Vec<u8>> {
@@ -342,6 +347,13 @@ impl LogBuffer {
         if end <= lsn || end - lsn > self.capacity() / 4 {
             return None;
         }
+        // Every byte below `end` complete, not only the record that ends there: an `lsn`
+        // that is not that record's start begins inside the record before it, which may
+        // still be being written ([`LogBuffer::write_with`]'s slice). The completed prefix's
+        // slot loads are Acquire, so all of its bytes are visible.
+        if end > self.peek_completed() {
+            return None;
+        }
         #[cfg(test)]
         tests::pause_in_copy();
         let (len, cap) = ((end - lsn) as usize, self.capacity() as usize);
@@ -349,10 +361,10 @@ impl LogBuffer {
         let first = len.min(cap - at);
         let mut out = vec![0u8; len];
         // SAFETY: `at + first <= cap` and `len - first < cap`, so both copies stay inside the
-        // ring. The bytes [lsn, end) belong to a complete record (the slot's Acquire) and
-        // are not overwritten while `readers` is held: `released <= lsn` cannot advance
-        // (invariant 6), and an inserter overwrites the ring bytes of an LSN x only once
-        // `released > x` (invariant 2).
+        // ring. The bytes [lsn, end) lie in the completed prefix (checked above), so no
+        // inserter is writing them, and they are not overwritten while `readers` is held:
+        // `released <= lsn` cannot advance (invariant 6), and an inserter overwrites the
+        // ring bytes of an LSN x only once `released > x` (invariant 2).
         unsafe {
             let base = self.ring.as_raw_ptr();
             std::ptr::copy_nonoverlapping(base.add(at), out.as_mut_ptr(), first);
@@ -528,6 +540,26 @@ mod tests {
             "released: read it from the files"
         );
         assert_eq!(buf.copy_record(b.start), Some(record(64, 2, 8)));
+    }
+
+    /// A complete record behind one still being written is not copied: the ring answers
+    /// only inside the completed prefix, so an LSN that is not a record's start (which
+    /// begins inside the record before) never reads bytes an inserter is writing.
+    #[test]
+    fn copy_record_answers_only_inside_the_completed_prefix() {
+        let buf = LogBuffer::new(64 << 10, 4096).unwrap();
+        let a = buf.reserve(104);
+        let b = buf.reserve(64);
+        assert_ne!(b.start % SLOT_BYTES, 0, "b starts inside a slot");
+        buf.write(b, &record(64, 2, 8));
+        assert_eq!(buf.copy_record(b.start), None, "a is still being written");
+        // An LSN inside `a`, in the slot where `b` starts (which names `b`'s end).
+        let inside_a = b.start / SLOT_BYTES * SLOT_BYTES;
+        assert!(inside_a > a.start);
+        assert_eq!(buf.copy_record(inside_a), None);
+        buf.write(a, &record(104, 1, 7));
+        assert_eq!(buf.copy_record(b.start), Some(record(64, 2, 8)));
+        assert_eq!(buf.copy_record(a.start), Some(record(104, 1, 7)));
     }
 
     /// Invariant 6 under load: inserters keep a small ring full while a flusher releases it

@@ -1,7 +1,7 @@
 //! [`LogManager`]: appends, the flusher thread, group commit and the sticky failure.
 //!
 //! ```text
-//!  append ──reserve (1 atomic)──copy──mark done──►  ring  ──flusher: longest done prefix──► segments
+//!  append ──reserve (1 atomic)──encode──mark done──►  ring  ──flusher: longest done prefix──► segments
 //!                                                            write, then fdatasync when a
 //!  commit(lsn) ──► wait_durable: request lsn, sleep ◄─────── committer waits (one sync serves all)
 //! ```
@@ -360,7 +360,8 @@ impl LogManager {
     }
 
     /// Appends `record` and returns its LSN. Reserves space with one atomic operation and
-    /// copies outside any lock; waits only if the insert buffer is full (invariant 2).
+    /// encodes the record straight into its ring bytes outside any lock; waits only if the
+    /// insert buffer is full (invariant 2).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the record is larger than a quarter of the buffer;
@@ -377,8 +378,12 @@ impl LogManager {
     /// # Errors
     /// [`Error::LogFailed`] after a log I/O failure or `close`.
     pub(crate) fn append_checked(&self, record: &LogRecord) -> Result<Lsn> {
+        debug_assert!(
+            record.validate().is_ok(),
+            "append_checked of an unchecked record"
+        );
         self.check_usable()?;
-        // Nothing may fail or panic between `reserve` and `write`: a reserved range that is
+        // Nothing may fail or panic between `reserve` and `write_with`: a reserved range that is
         // never completed stops the completed prefix for good.
         let len = record.encoded_len() as u64;
         let r = self.buffer.reserve(len);

@@ -279,11 +279,7 @@ impl LogRecord {
     /// If `buf.len() != self.encoded_len()` or `lsn` is not a multiple of [`RECORD_ALIGN`].
     pub(crate) fn encode_validated(&self, lsn: Lsn, buf: &mut [u8]) {
         let len = self.encoded_len();
-        assert_eq!(
-            buf.len(),
-            len,
-            "encode_into: buffer must be encoded_len bytes"
-        );
+        assert_eq!(buf.len(), len, "encode: buffer must be encoded_len bytes");
         assert_eq!(
             lsn.0 % RECORD_ALIGN as u64,
             0,
@@ -310,7 +306,7 @@ impl LogRecord {
         put_u32(buf, OFF_CRC, crc);
     }
 
-    /// Encodes into a new vector (tests and tools; the log buffer uses `encode_into`).
+    /// Encodes into a new vector (tests and tools; the log manager encodes into its buffer with `encode_validated`).
     ///
     /// # Panics
     /// As [`encode_into`](Self::encode_into).

@@ -464,8 +464,9 @@ impl PageWrite for AtomicBytesMut<'_> {
             // Four words per step, all four loaded before any is stored: the loop's own
             // instructions were as many as the copy's (an insert's slot shift moves about
             // 100 words). Loading a step's words first keeps memmove semantics for any
-            // overlap: a step's stores land at or past (before, going down) its own source
-            // words, never on a later step's.
+            // overlap: moving down, a step's stores land at or below its own source words,
+            // never on a later (higher) step's; moving up, at or above them, never on a
+            // later (lower) step's.
             let (from, to) = (&self.words[s..s + n], &self.words[d..d + n]);
             let copy4 = |t: &[AtomicU64], f: &[AtomicU64]| {
                 let w = [

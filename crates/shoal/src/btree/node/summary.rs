@@ -79,14 +79,16 @@ impl<P: PageRead + ?Sized> Node<'_, P> {
     }
 
     /// Whether summary `s` (as its frame holds it) is worth replacing by
-    /// [`Node::search_summary`]: this is a leaf with entries, and `s` is zero, its count is
-    /// [`STALE_COUNT`] or more away from the leaf's, or its hint offset, first hint or last
-    /// hint is not the leaf's. A writer asks this first, which costs a few loads of lines
+    /// [`Node::search_summary`]: for a leaf large enough to have one, `s` is zero, its count
+    /// is [`STALE_COUNT`] or more away from the leaf's, or its hint offset, first hint or
+    /// last hint is not the leaf's; for any other node, `s` is not zero. A writer asks this first, which costs a few loads of lines
     /// its search has just read, instead of building and storing a summary on every change.
     pub(crate) fn summary_is_stale(&self, s: [u64; 2]) -> bool {
         let count = self.entry_count();
-        if !self.is_leaf() || count == 0 {
-            return false;
+        if !self.is_leaf() || count < INTERPOLATION_MIN_ENTRIES {
+            // No summary is made for such a node (invariant 3): stale only if one is left
+            // from when it had one.
+            return s != [0, 0];
         }
         let page = self.s.page();
         // In bounds: Node::open checked that the slot array of `count + 2` slots, the first
@@ -206,10 +208,13 @@ mod tests {
     #[test]
     fn summaries_are_for_leaves_and_go_stale_with_drift() {
         let small = leaf(5);
-        assert_eq!(
-            Node::open(small.as_slice()).unwrap().search_summary(),
-            [0, 0]
+        let n = Node::open(small.as_slice()).unwrap();
+        assert_eq!(n.search_summary(), [0, 0]);
+        assert!(
+            !n.summary_is_stale([0, 0]),
+            "no summary to make for a small leaf"
         );
+        assert!(n.summary_is_stale([1, 1]), "one left from a larger leaf");
         let mut page = leaf(100);
         let s = Node::open(page.as_slice()).unwrap().search_summary();
         assert!(Node::open(page.as_slice())

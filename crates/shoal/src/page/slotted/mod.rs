@@ -105,7 +105,8 @@ mod view;
 mod tests;
 
 pub use edit::{init, init_hinted, SlottedMut};
-pub use view::{prefetch_lines, record_guess, Slotted};
+pub use view::Slotted;
+pub(crate) use view::{prefetch_lines, record_guess};
 
 use super::bytes::PageRead;
 use super::header::{self, PageType, HEADER_SIZE, PAGE_FORMAT_VERSION};

@@ -294,7 +294,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
     /// What [`Slotted::guess_record_in_order`] needs of the page besides the slot: the
     /// start of the heap and the average length of the records of slots `first..`, in
     /// 1/65536ths of a byte. `None` if no slot is at or past `first`. Reads the header and
-    /// the slots before `first` only; for [`record_guess`] now or later (a summary of the
+    /// the slots before `first` only; for `record_guess` now or later (a summary of the
     /// page kept where a reader finds it before the page's own lines).
     #[inline]
     pub fn record_layout(&self, first: usize) -> Option<(usize, usize)> {
@@ -351,7 +351,7 @@ impl<'a, P: PageRead + ?Sized> Slotted<'a, P> {
 /// layout's `first`) and the `before` records before it. `None` if `i >= n`. Pure
 /// arithmetic: any inputs give a range inside `0..page_len`.
 #[inline]
-pub fn record_guess(
+pub(crate) fn record_guess(
     page_len: usize,
     free_end: usize,
     avg: usize,
@@ -374,10 +374,10 @@ pub fn record_guess(
 /// Prefetches the lines of `r` on `page`, at most `RECORD_GUESS_MAX_LINES` from its start
 /// (the lines of a [`record_guess`]). Advisory.
 #[inline]
-pub fn prefetch_lines<P: PageRead + ?Sized>(page: &P, r: Range<usize>) {
+pub(crate) fn prefetch_lines<P: PageRead + ?Sized>(page: &P, r: Range<usize>) {
     const LINE: usize = 64;
     let mut pos = r.start / LINE * LINE;
-    let end = r.end.min(pos + RECORD_GUESS_MAX_LINES * LINE);
+    let end = r.end.min(pos.saturating_add(RECORD_GUESS_MAX_LINES * LINE));
     while pos < end {
         page.prefetch(pos);
         pos += LINE;
