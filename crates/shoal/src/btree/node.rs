@@ -1551,7 +1551,7 @@ mod tests {
 
     /// A leaf page of 8 KiB with fences `[low, high)` and the entries of `keys` (sorted,
     /// distinct), whose values are the keys themselves.
-    fn leaf(keys: &[Vec<u8>], low: Option<Vec<u8>>, high: Option<Vec<u8>>) -> Vec<u8> {
+    pub(super) fn leaf(keys: &[Vec<u8>], low: Option<Vec<u8>>, high: Option<Vec<u8>>) -> Vec<u8> {
         let image = NodeImage {
             low,
             high,

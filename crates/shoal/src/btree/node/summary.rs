@@ -128,10 +128,9 @@ pub(crate) fn prefetch<P: PageRead + ?Sized>(s: [u64; 2], key: &[u8], page: &P) 
 
 #[cfg(test)]
 mod tests {
-    use super::super::{inline_leaf_entry, NodeImage, NodeMut};
+    use super::super::{inline_leaf_entry, NodeMut};
     use super::*;
     use crate::page::PageRead;
-    use crate::types::PageId;
     use std::cell::RefCell;
 
     /// A page that records the offsets prefetched and the bytes read, to compare what a
@@ -160,15 +159,11 @@ mod tests {
         let keys: Vec<Vec<u8>> = (0..n)
             .map(|k| (1000 + 3 * k).to_be_bytes().to_vec())
             .collect();
-        let image = NodeImage {
-            low: Some(900u64.to_be_bytes().to_vec()),
-            high: Some(9_000_000u64.to_be_bytes().to_vec()),
-            entries: keys.iter().map(|k| inline_leaf_entry(k, k)).collect(),
-            ..NodeImage::empty_root(PageId(7))
-        };
-        let mut page = vec![0u8; 8192];
-        image.write_to(page.as_mut_slice(), PageId(7)).unwrap();
-        page
+        super::super::tests::leaf(
+            &keys,
+            Some(900u64.to_be_bytes().to_vec()),
+            Some(9_000_000u64.to_be_bytes().to_vec()),
+        )
     }
 
     /// On a leaf of dense keys, the summary's prefetch fetches the line of the slot that
