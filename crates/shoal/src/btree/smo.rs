@@ -295,8 +295,8 @@ impl BTree {
         })?;
         // Both halves' search summaries (`node::summary`): the left half's count, fences and
         // hint offset have changed, and a leaf filled by an ascending load is not written
-        // again after its split, so its summary would stay the full node's.
-        // Advisory, after the split has committed: a node that does not open gets none.
+        // again after its split, so its summary would stay the full node's. Advisory, and
+        // the split has committed: a node that does not open just gets none.
         for g in [&*x, &*r] {
             if let Ok(n) = Node::open(g.bytes()) {
                 g.set_summary(n.search_summary());
