@@ -341,6 +341,37 @@ fn prefetch_window<P: PageRead + ?Sized>(page: &P, count: usize, g: usize) {
     }
 }
 
+/// The prefetches of an interpolated search for `hint` in a node of `count` entries whose
+/// first and last hints are `ends`: the guess's slot window ([`prefetch_window`]) and the
+/// lines where the guessed entry's record (and the `before` records before it) lie if the
+/// records are in slot order, from the heap `layout` (`Slotted::record_layout`, asked only
+/// when there is a guess). Returns the guess, as [`Node::search`]'s `prefetch_guess` does;
+/// `None`, prefetching nothing, where there is none. Shared by that search, which reads
+/// its numbers from the page header, and by the search summary's prefetch
+/// ([`summary::prefetch`]), which has them before the header arrives. Advisory: any
+/// numbers prefetch lines of `page` only.
+#[inline(always)]
+fn prefetch_interpolated<P: PageRead + ?Sized>(
+    page: &P,
+    count: usize,
+    hint: u32,
+    (first, last): (u32, u32),
+    layout: impl FnOnce() -> Option<(usize, usize)>,
+    before: usize,
+) -> Option<usize> {
+    if count < INTERPOLATION_MIN_ENTRIES || hint <= first || hint > last {
+        return None;
+    }
+    let g = interpolate(count, hint, first, last);
+    prefetch_window(page, count, g);
+    if let Some((free_end, avg)) = layout() {
+        if let Some(r) = slotted::record_guess(page.page_len(), free_end, avg, count, g, before) {
+            slotted::prefetch_lines(page, r);
+        }
+    }
+    Some(g)
+}
+
 /// The guess of [`hint_lower_bound`]: where `hint` falls on the line from entry 0's hint
 /// `first` to entry `count - 1`'s hint `last`, as an entry number in `[1, count - 1]`.
 /// Requires `first < hint <= last` and `count >= 2`.
@@ -758,7 +789,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// Starts the cache misses that [`Node::search`] for a key of hint `hint` will take
     /// after the first two lines of the page: the slot line of the interpolated guess
     /// (`hint_lower_bound`) and, on the assumption that the records lie in key order
-    /// ([`Slotted::prefetch_record_in_order`]), the record of the guessed entry and, in an
+    /// ([`Slotted::guess_record_in_order`]), the record of the guessed entry and, in an
     /// inner node, the one before it (whose child a key between two separators takes). So
     /// the slot's miss, the record's and `cmp_shared`'s miss on entry 0 overlap instead of
     /// following one another. Returns the guess, an entry number in `[1, count - 1]`, for
@@ -775,15 +806,9 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         // In bounds: Node::open checked that the slot array of `count + 2` slots ends inside
         // the page, and every index below is < count.
         let (first, last) = (page.u32_at(HINTS_AT), self.s.last_hint());
-        if hint <= first || hint > last {
-            return None;
-        }
-        let g = interpolate(count, hint, first, last);
-        prefetch_window(page, count, g);
         let before = usize::from(!self.is_leaf());
-        self.s
-            .prefetch_record_in_order(FIRST_ENTRY, FIRST_ENTRY + g, before);
-        Some(g)
+        let layout = || self.s.record_layout(FIRST_ENTRY);
+        prefetch_interpolated(page, count, hint, (first, last), layout, before)
     }
 
     /// [`Node::search`], trying entry `near` first: `Ok(near)` if it holds `key`, `Err(near)`

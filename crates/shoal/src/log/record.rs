@@ -285,7 +285,6 @@ impl LogRecord {
             0,
             "record LSN {lsn} not aligned"
         );
-        debug_assert!(self.validate().is_ok());
         let redo_end = RECORD_HEADER_BYTES + self.redo.len();
         let undo_end = redo_end + self.undo.len();
         let pad = len - undo_end;

@@ -34,9 +34,8 @@
 //!   average entry record length in 1/16 bytes (48–63, saturating).
 
 use super::{
-    hint_of, interpolate, prefetch_window, Node, FIRST_ENTRY, HINTS_AT, INTERPOLATION_MIN_ENTRIES,
+    hint_of, prefetch_interpolated, Node, FIRST_ENTRY, HINTS_AT, INTERPOLATION_MIN_ENTRIES,
 };
-use crate::page::slotted::{prefetch_lines, record_guess};
 use crate::page::PageRead;
 
 /// Bits of the average record length dropped from `record_layout`'s 1/65536ths of a byte
@@ -110,20 +109,15 @@ pub(crate) fn prefetch<P: PageRead + ?Sized>(s: [u64; 2], key: &[u8], page: &P) 
     let [w0, w1] = s;
     let count = w1 as u16 as usize;
     if count < INTERPOLATION_MIN_ENTRIES {
-        return;
+        return; // no summary: an inner node's, on every descent (the key's hint unmade)
     }
-    let (first, last) = (w0 as u32, (w0 >> 32) as u32);
     let hint = hint_of(key, (w1 >> 16) as u16 as usize);
-    if hint <= first || hint > last {
-        return;
-    }
-    let g = interpolate(count, hint, first, last);
-    prefetch_window(page, count, g);
-    let free_end = (w1 >> 32) as u16 as usize;
-    let avg = ((w1 >> 48) as usize) << AVG_SHIFT;
-    if let Some(r) = record_guess(page.page_len(), free_end, avg, count, g, 0) {
-        prefetch_lines(page, r);
-    }
+    let layout = || {
+        let free_end = (w1 >> 32) as u16 as usize;
+        Some((free_end, ((w1 >> 48) as usize) << AVG_SHIFT))
+    };
+    let ends = (w0 as u32, (w0 >> 32) as u32);
+    prefetch_interpolated(page, count, hint, ends, layout, 0);
 }
 
 #[cfg(test)]
