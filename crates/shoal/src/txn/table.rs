@@ -30,7 +30,10 @@ impl TxnEntry {
     }
 }
 
-type Shard = CachePadded<Mutex<HashMap<u64, Arc<TxnEntry>>>>;
+/// Transaction ids by their id. `foldhash`, not std's SipHash: ids are ours, not an
+/// attacker's, and each transaction that logs hashes its id twice (insert and remove).
+type IdMap = HashMap<u64, Arc<TxnEntry>, foldhash::fast::FixedState>;
+type Shard = CachePadded<Mutex<IdMap>>;
 
 /// Active transactions with log records, by id.
 pub(crate) struct TxnTable {
@@ -44,7 +47,7 @@ impl TxnTable {
         }
     }
 
-    fn shard(&self, id: TxnId) -> &Mutex<HashMap<u64, Arc<TxnEntry>>> {
+    fn shard(&self, id: TxnId) -> &Mutex<IdMap> {
         &self.shards[(id.0 as usize) % SHARDS]
     }
 
