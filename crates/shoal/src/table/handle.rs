@@ -17,6 +17,9 @@ use crate::txn::Transaction;
 use std::ops::Bound;
 use std::sync::Arc;
 
+/// Columns up to which [`Table::patch_fixed`] keeps its per-column slots on the stack.
+const STACK_SLOTS: usize = 32;
+
 /// An open table: its definition and trees. Cheap to clone; share it between threads.
 ///
 /// ```
@@ -414,13 +417,22 @@ impl Table {
     /// As [`TableDef::check_update`] for a bad column name or value.
     fn patch_fixed(&self, view: &RowView<'_>, changes: &Row) -> Result<Option<Vec<u8>>> {
         let def = &self.def;
-        let mut slots = vec![None; def.columns().len()];
-        def.assign(changes, &mut slots)?;
+        let n = def.columns().len();
+        // The slots on the stack for tables of up to `STACK_SLOTS` columns (TPC-C's widest
+        // has 21): this runs for every balance or counter update.
+        let (mut stack, mut heap) = ([None; STACK_SLOTS], Vec::new());
+        let slots: &mut [Option<&Value>] = if n <= STACK_SLOTS {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, None);
+            &mut heap
+        };
+        def.assign(changes, slots)?;
         let in_key = |i: usize| {
             def.primary_key().contains(&i)
                 || (0..def.indexes().len()).any(|x| def.index_columns(x).contains(&i))
         };
-        let mut cells = Vec::with_capacity(slots.len());
+        let mut cells = Vec::with_capacity(changes.len());
         for (i, v) in slots.iter().enumerate() {
             let Some(v) = v else { continue };
             let c = &def.columns()[i];
