@@ -535,6 +535,39 @@ fn updates_through_row_views() {
     assert!(db.verify().unwrap().is_ok());
 }
 
+/// A table wider than the in-place update's stack slots (40 columns): a change of its last
+/// fixed-width column is patched in place as in a narrow table, and rolls back.
+#[test]
+fn a_wide_table_updates_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path(), &options()).unwrap();
+    let columns = (0..40)
+        .map(|i| Column::new(format!("c{i}"), ColumnType::Int8).not_null())
+        .collect();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let t = db
+        .create_table(&mut tx, TableDef::new("wide", columns, &["c0"]).unwrap())
+        .unwrap();
+    let row = Row::from_values((0..40).map(Value::Int8).collect());
+    t.insert(&mut tx, &row).unwrap();
+    tx.commit().unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    assert!(t
+        .update_with_view(&mut tx, &[Value::Int8(0)], |v| {
+            Ok(Row::new().with("c39", v.get::<i64>(39)? + 1))
+        })
+        .unwrap());
+    let got = t.get(&mut tx, &[Value::Int8(0)]).unwrap().unwrap();
+    assert_eq!(got.get::<i64>("c39").unwrap(), 40);
+    assert_eq!(got.get::<i64>("c38").unwrap(), 38);
+    tx.abort().unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let got = t.get(&mut tx, &[Value::Int8(0)]).unwrap().unwrap();
+    assert_eq!(got.values(), row.values());
+    tx.commit().unwrap();
+    assert!(db.verify().unwrap().is_ok());
+}
+
 /// `get_many_with`: rows read together, answered in the order asked (absent and repeated
 /// keys included); a key of the wrong shape fails before any row is read; an error from
 /// the closure is returned.
