@@ -296,8 +296,8 @@ impl LogBuffer {
     /// not walk the same records again for each one.
     ///
     /// The caller must keep `released` from passing the walk's start: the flusher (the only
-    /// releaser) or a holder of `readers` (invariant 6). Both starts are at or above
-    /// `released` when loaded (`released <= completed <= peeked`), so no slot on the way
+    /// releaser) or a holder of `readers` (invariant 6). The start, `max(completed,
+    /// peeked)`, is at or above `completed >= released` when loaded, so no slot on the way
     /// belongs to a later lap (invariant 3).
     pub fn peek_completed(&self) -> u64 {
         // Acquire on both: the records below either end were complete, their bytes visible

@@ -30,7 +30,7 @@ impl TxnEntry {
     }
 }
 
-/// Transaction ids by their id. `foldhash`, not std's SipHash: ids are ours, not an
+/// Transaction entries by id. `foldhash`, not std's SipHash: ids are ours, not an
 /// attacker's, and each transaction that logs hashes its id twice (insert and remove).
 type IdMap = HashMap<u64, Arc<TxnEntry>, foldhash::fast::FixedState>;
 type Shard = CachePadded<Mutex<IdMap>>;
