@@ -7,9 +7,9 @@
 //! [`MicroBench::setup_per_point`]).
 //!
 //! ```text
-//!  controller ──spawn──► worker 0..n-1: ThreadCtx, histogram ─┐
-//!      │                                                      │
-//!      ├── start gate: opened when every worker has arrived ◄──┘
+//!  controller ──spawn──► worker 0..n-1: ThreadCtx, histogram, ─┐
+//!      │                  prelude: PRELUDE_OPS ops (uncounted)  │
+//!      ├── start gate: opened when every worker has arrived ◄───┘
 //!      │   phase = WARMUP    workers: loop { op } (nothing counted)
 //!      ├── sleep warmup_s
 //!      │   phase = MEASURE   workers: loop { op; ops += 1; time 1 op in N }
@@ -35,6 +35,13 @@
 //! 5. After the workers have joined, [`MicroBench::after_point`] may check the state the
 //!    point left (and add derived values); its time is outside the measured time, so a
 //!    check may be as thorough as a full integrity walk.
+//! 6. Before it arrives at the start gate, every worker runs a few operations of its own
+//!    (the prelude, `point::PRELUDE_OPS`), counted nowhere. They pay the thread's one-time
+//!    start-up costs outside every clock: its allocator's first pages, which the kernel
+//!    must zero on first touch. On the development VM a first touch zeroes about 200 MB/s
+//!    (the pool's prefault of 1 GiB takes ~5 s), so 128 fresh threads spent ~0.6 s of both
+//!    cores in `clear_page` well into a 3-second measured window before this rule, and
+//!    `lookup-hot-root` at 128 threads measured that instead of oversubscription.
 //!
 //! ## Latency sampling
 //!

@@ -11,6 +11,9 @@ pub(super) const MEASURE: u8 = 2;
 /// Workers leave their loops.
 pub(super) const STOP: u8 = 3;
 
+/// Operations each worker runs before it arrives at the start gate (runner rule 6).
+pub(super) const PRELUDE_OPS: usize = 4;
+
 /// What a worker hands back after STOP.
 struct WorkerResult {
     ops: u64,
@@ -50,8 +53,20 @@ where
     let _stop_on_panic = StopOnPanic(phase);
     let mut ctx = ThreadCtx::new(spec.seed, thread_idx);
     let mut latency_ns = new_histogram();
+    // The prelude (runner rule 6): operations before the gate, uncounted, so that this
+    // thread's one-time start-up costs (its allocator's first pages) are paid before any
+    // clock runs. A failure stops the point; the worker still arrives, so nobody waits.
+    let prelude = (0..PRELUDE_OPS).try_for_each(|_| {
+        let r = op(state, thread_idx, &mut ctx);
+        ctx.take_aborted();
+        r
+    });
+    if prelude.is_err() {
+        phase.store(STOP, Ordering::Relaxed);
+    }
     // The start gate: the controller opens it once every worker has arrived.
     arrived.fetch_add(1, Ordering::Relaxed);
+    prelude?;
     while phase.load(Ordering::Relaxed) == READY {
         std::thread::yield_now();
     }

@@ -95,6 +95,71 @@ fn an_error_stops_the_point_early() {
 }
 
 #[test]
+fn a_threads_first_operations_run_before_any_clock() {
+    // Each thread's first operation is slow (as a fresh thread's first page faults are);
+    // the prelude pays for it before the gate, so no timed operation and no counted time
+    // contains it (runner rule 6).
+    let first_slow = Duration::from_millis(300);
+    let calls: Vec<AtomicU64> = (0..2).map(|_| AtomicU64::new(0)).collect();
+    let r = measure_point(
+        &PointSpec {
+            warmup_s: 0.0,
+            duration_s: 0.2,
+            latency_sample_every: 1,
+            ..spec(2)
+        },
+        &calls,
+        |c: &Vec<AtomicU64>, t, _| {
+            if c[t].fetch_add(1, Ordering::Relaxed) == 0 {
+                std::thread::sleep(first_slow);
+            }
+            Ok(())
+        },
+        |_| BTreeMap::new(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let slowest = Duration::from_nanos(r.latency_ns.max());
+    assert!(slowest < first_slow / 3, "a timed op took {slowest:?}");
+    assert!(
+        r.ops_by_thread.iter().all(|&n| n > 1000),
+        "{:?}",
+        r.ops_by_thread
+    );
+    for (t, c) in calls.iter().enumerate() {
+        let c = c.load(Ordering::Relaxed);
+        assert!(
+            c >= r.ops_by_thread[t] + point::PRELUDE_OPS as u64,
+            "thread {t}: {c}"
+        );
+    }
+}
+
+#[test]
+fn an_error_in_the_prelude_stops_the_point() {
+    let start = Instant::now();
+    let e = measure_point(
+        &PointSpec {
+            warmup_s: 30.0,
+            duration_s: 30.0,
+            ..spec(3)
+        },
+        &(),
+        |_, t, _| {
+            if t == 2 {
+                return Err(BenchError::Check("thread 2 cannot start".into()));
+            }
+            Ok(())
+        },
+        |_| BTreeMap::new(),
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("thread 2 cannot start"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
 fn a_panic_stops_the_point_and_is_reported() {
     let start = Instant::now();
     let e = measure_point(
@@ -316,13 +381,14 @@ fn a_benchmark_set_up_per_point_starts_each_point_afresh() {
     );
     let in_state = |m: &Measurement| m.derived["ops_in_state"].as_u64().unwrap();
     // Per point: each setup saw its own point's thread count, and the second point's state
-    // holds its own operations only (an operation in flight at the end may add one per
-    // thread).
+    // holds its own operations only (the prelude adds `PRELUDE_OPS` per thread and an
+    // operation in flight at the end one more).
     assert_eq!(ms[0].config["setup_threads"], Value::from(vec![1]));
     assert_eq!(ms[1].config["setup_threads"], Value::from(vec![2]));
     assert!(in_state(&ms[0]) >= 1);
+    let uncounted = 2 * (point::PRELUDE_OPS as u64 + 1);
     assert!(
-        in_state(&ms[1]) <= ms[1].ops + 2,
+        in_state(&ms[1]) <= ms[1].ops + uncounted,
         "{} vs {}",
         in_state(&ms[1]),
         ms[1].ops
