@@ -983,11 +983,12 @@ fn drop_table_does_not_wait_for_an_idle_thread_that_wrote_to_the_table() {
         });
         wrote_rx.recv().unwrap();
         let mut tx = db.begin(IsolationLevel::ReadCommitted);
-        let dropped = db.drop_table(&mut tx, "account");
+        // Committed before the writer goes on: until then the drop's X lock makes the
+        // writer's catalog read a LockTimeout (zero timeout), not NoSuchTable.
+        let dropped = db.drop_table(&mut tx, "account").and_then(|_| tx.commit());
         // Let the writer go before any assertion, so that a failure cannot hang the scope.
         dropped_tx.send(()).unwrap();
         dropped.unwrap();
-        tx.commit().unwrap();
         assert!(matches!(
             writer.join().unwrap(),
             Err(Error::NoSuchTable { .. })
