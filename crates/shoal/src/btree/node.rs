@@ -1171,6 +1171,18 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     }
 }
 
+impl<'a> Node<'a, [u8]> {
+    /// Entry `i`'s key, borrowed from the page: for a node over a latched frame's bytes,
+    /// which do not change while the borrow lives (an X or S latch held).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if entry `i` cannot be read (as [`Node::key`]).
+    pub(crate) fn key_in_place(&self, i: usize) -> Result<&'a [u8]> {
+        let r = self.key_range(i)?;
+        Ok(&self.s.page()[r])
+    }
+}
+
 /// An owned description of a whole node: what a split or merge builds and what the
 /// `FORMAT` log operation carries.
 #[derive(Clone, Debug, PartialEq, Eq)]

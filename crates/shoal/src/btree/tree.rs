@@ -12,6 +12,7 @@ use crate::page::{AtomicBytes, PageType};
 use crate::space::SpaceManager;
 use crate::txn::{Transaction, TxnManager, UndoContext};
 use crate::types::{Lsn, PageId};
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::sync::Arc;
 
@@ -1007,12 +1008,17 @@ impl BTree {
     }
 
     /// The first key at or after entry `pos` of the X-latched leaf `x`: that entry's key,
-    /// or past the leaf's end the first key at or after its high fence (read optimistically
-    /// from the leaves to the right; `None` at the end of the tree).
-    fn next_key_latched(&self, x: &ExclusiveGuard<'_>, pos: usize) -> Result<Option<Vec<u8>>> {
+    /// borrowed from the leaf (no copy: the common case of an insert or delete), or past the
+    /// leaf's end the first key at or after its high fence (read optimistically from the
+    /// leaves to the right; `None` at the end of the tree).
+    fn next_key_latched<'x>(
+        &self,
+        x: &'x ExclusiveGuard<'_>,
+        pos: usize,
+    ) -> Result<Option<Cow<'x, [u8]>>> {
         let n = Node::open(x.bytes())?;
         if pos < n.entry_count() {
-            return n.key(pos).map(Some);
+            return n.key_in_place(pos).map(|k| Some(Cow::Borrowed(k)));
         }
         let Some(high) = n.high_fence()? else {
             return Ok(None);
@@ -1036,10 +1042,12 @@ impl BTree {
                     s.key(0).map(Some)
                 })?;
             if let Ok(Some(k)) = first {
-                return Ok(Some(k));
+                return Ok(Some(Cow::Owned(k)));
             }
         }
-        self.next_key(&std::ops::Bound::Included(high))
+        Ok(self
+            .next_key(&std::ops::Bound::Included(high))?
+            .map(Cow::Owned))
     }
 
     /// Logical undo of an insert: removes `key` wherever it now lives (btree rule 6).
