@@ -178,15 +178,20 @@ impl BTree {
             // `None` where the page does not open as a node (pass 4 sorts that out).
             let nodes: [Option<Node<'_, AtomicBytes<'_>>>; BATCH_GROUP] =
                 std::array::from_fn(|j| Node::open(bytes[j].as_ref()?).ok());
-            for (key, node) in keys.iter().zip(&nodes) {
-                if let Some(n) = node {
-                    n.prefetch_search(key);
+            // Passes 2 (its prefetch) and 3 skip the root: every descent of the tree reads
+            // it, so its lines are cached, and each pass repeats part of the search (pass
+            // 3 the whole hint search) for nothing.
+            if level > 0 {
+                for (key, node) in keys.iter().zip(&nodes) {
+                    if let Some(n) = node {
+                        n.prefetch_search(key);
+                    }
                 }
-            }
-            // Pass 3: the records.
-            for (key, node) in keys.iter().zip(&nodes) {
-                if let Some(n) = node {
-                    n.prefetch_records(key);
+                // Pass 3: the records.
+                for (key, node) in keys.iter().zip(&nodes) {
+                    if let Some(n) = node {
+                        n.prefetch_records(key);
+                    }
                 }
             }
             // Pass 4: search and validate.
