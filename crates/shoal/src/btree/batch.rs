@@ -15,7 +15,8 @@
 //! `MultiGet`) takes one step for every key of a group, issuing a prefetch for each key's
 //! next line, before taking the next step for any.
 //!
-//! Per level, four passes over the group; each reads only lines an earlier pass prefetched:
+//! Per level, four passes over the group; each reads only lines an earlier pass prefetched
+//! (at the root, which every descent keeps cached, passes 2 and 3 only fix and open):
 //! 1. *frame*: from the frame hint (prefetched by pass 4 of the level above), prefetch the
 //!    frame descriptor and the page's first two lines ([`BufferPool::prefetch_page`]);
 //! 2. *fix*: fix the page optimistically, validate the parent again (rule 2: the child
