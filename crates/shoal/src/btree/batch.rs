@@ -16,7 +16,8 @@
 //! next line, before taking the next step for any.
 //!
 //! Per level, four passes over the group; each reads only lines an earlier pass prefetched
-//! (at the root, which every descent keeps cached, passes 2 and 3 only fix and open):
+//! (at the root, which every descent keeps cached, pass 2 only fixes and opens it and pass
+//! 3 is skipped):
 //! 1. *frame*: from the frame hint (prefetched by pass 4 of the level above), prefetch the
 //!    frame descriptor and the page's first two lines ([`BufferPool::prefetch_page`]);
 //! 2. *fix*: fix the page optimistically, validate the parent again (rule 2: the child
