@@ -14,7 +14,10 @@
 //! Why that bound is safe without latching every frame: a page becomes dirty (and gets its
 //! recovery LSN) *before* its log record is appended (buffer rule 5), so a record with LSN
 //! below `L` belongs to a page whose dirty flag was set before `L` was read and is seen by the
-//! scan that follows; a page dirtied after the scan started has a recovery LSN ≥ `L`.
+//! scan that follows; a page dirtied after the scan started has a recovery LSN ≥ `L`. The
+//! scans walk the pool's dirty map (`dirty_map`: one bit per frame, set before a frame's
+//! dirty flag and cleared after it), so a pass reads the control blocks of the dirty frames
+//! only, not of the whole pool.
 //!
 //! Why a lag (the policy of InnoDB's and PostgreSQL's writers: write what is old, or what
 //! eviction needs): a page written while it is still being changed is dirty again within
@@ -38,7 +41,7 @@
 
 use super::pool::BufferPool;
 use crate::sync::periodic::Periodic;
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{Relaxed, Release};
 use std::sync::Weak;
 use std::time::Duration;
 
@@ -106,16 +109,14 @@ pub(crate) fn clean_pass(pool: &BufferPool, batch: usize, lag_bytes: u64) {
     let horizon = pool.image_horizon().0;
     let mut dirty: Vec<(u64, u32, bool)> = Vec::new();
     let mut count = 0;
-    for (i, f) in pool.frames.iter().enumerate() {
-        if !f.dirty.load(Relaxed) {
-            continue;
-        }
+    for i in pool.dirty_frames() {
+        let f = &pool.frames[i as usize];
         count += 1;
         // Due: recovery LSN at least `lag_bytes` behind the end of the log, and not futile.
         // (Stale values read here only delay or hasten a write; `oldest` below is exact.)
         let due =
             f.rec_lsn.load(Relaxed).saturating_add(lag_bytes) <= log_end && !futile(f, horizon);
-        dirty.push((f.page_id.load(Relaxed), i as u32, due));
+        dirty.push((f.page_id.load(Relaxed), i, due));
     }
     let pressure = count * 100 > pool.frames.len() * DIRTY_HIGH_PERCENT;
     if lag_bytes > 0 && !pressure {
@@ -137,12 +138,7 @@ pub(crate) fn clean_pass(pool: &BufferPool, batch: usize, lag_bytes: u64) {
         }
         std::thread::yield_now();
     }
-    let oldest = pool
-        .frames
-        .iter()
-        .filter(|f| f.dirty.load(Acquire))
-        .map(|f| f.rec_lsn.load(Relaxed))
-        .fold(log_end, u64::min);
+    let oldest = pool.oldest_dirty_rec_lsn(log_end);
     // A page seen clean above was written (rule 8) but perhaps not synced: make those writes
     // durable before promising that nothing older than `oldest` needs redo.
     if pool.sync_file().is_ok() {

@@ -13,6 +13,8 @@ pub(crate) const NIL: u32 = u32::MAX;
 ///   or under its chain's bucket X latch (rule 2);
 /// * `next` changes only under the X latch of the bucket whose chain holds the frame;
 /// * `dirty` is set by the holder of the frame's X latch, cleared by a writer holding S or X;
+///   the frame's bit in the pool's dirty map is set before it is set and cleared after it is
+///   cleared (`dirty_map` invariant 1);
 /// * `rec_lsn` is meaningful only while `dirty` is set (rule 5);
 /// * `image_lsn` is the LSN of a full-page image of this page in the log after which every
 ///   change of the page is logged, or 0 if none is known (a page read from disk or just

@@ -111,6 +111,7 @@ impl<'a> ExclusiveGuard<'a> {
         let fr = &self.pool.frames[self.frame as usize];
         if !fr.dirty.load(Relaxed) {
             fr.rec_lsn.store(self.pool.wal.current_lsn().0, Relaxed);
+            self.pool.dirty_map.set(self.frame); // before the flag (dirty map invariant 1)
             fr.dirty.store(true, Release);
         }
     }
@@ -125,6 +126,7 @@ impl<'a> ExclusiveGuard<'a> {
             fr.rec_lsn.fetch_min(lsn.0, Relaxed);
         } else {
             fr.rec_lsn.store(lsn.0, Relaxed);
+            self.pool.dirty_map.set(self.frame); // before the flag (dirty map invariant 1)
             fr.dirty.store(true, Release);
         }
     }

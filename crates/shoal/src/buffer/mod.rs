@@ -73,6 +73,7 @@
 //! `space`).
 
 mod cleaner;
+mod dirty_map;
 mod frame;
 mod guard;
 mod mem;

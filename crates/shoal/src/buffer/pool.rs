@@ -1,6 +1,7 @@
 //! [`BufferPool`]: fix paths, the miss path, CLOCK replacement and write-back.
 
 use super::cleaner::Cleaner;
+use super::dirty_map::DirtyMap;
 use super::frame::Frame;
 use super::guard::{ExclusiveGuard, OptimisticPage, SharedGuard};
 use super::mem;
@@ -34,6 +35,8 @@ pub(crate) struct Counters {
 /// (DESIGN.md §3.3; rules in the module doc of `buffer`).
 pub struct BufferPool {
     pub(crate) frames: Box<[Frame]>,
+    /// Which frames may hold a dirty page (`dirty_map`'s invariants).
+    pub(crate) dirty_map: DirtyMap,
     /// Faults in `mem` in the background (`Options::prefault_pool`). Declared before `mem`
     /// so that it is dropped — its thread stopped and joined — before `mem` is freed.
     prefault: Option<Prefaulter>,
@@ -139,6 +142,7 @@ impl BufferPool {
         };
         let pool = Arc::new(BufferPool {
             frames: mem::huge_slice(frames, |_| Frame::new()),
+            dirty_map: DirtyMap::new(frames),
             prefault,
             mem: images,
             words_per_page,
@@ -612,6 +616,7 @@ impl BufferPool {
                     // page still dirty writes it again (harmless) instead of syncing without
                     // it. No one can re-dirty it meanwhile: that needs X, and we hold S or X.
                     fr.dirty.store(false, Release);
+                    self.dirty_map.clear(f); // after the flag (dirty map invariant 1)
                     fr.image_written.store(true, Relaxed);
                     self.counters.dirty_writes.incr();
                     Ok(())
@@ -634,7 +639,7 @@ impl BufferPool {
         if self.failed.get().is_some() {
             return Err(self.pool_failed());
         }
-        let mut dirty: Vec<(u64, u32)> = (0..self.frames.len() as u32)
+        let mut dirty: Vec<(u64, u32)> = (self.dirty_map.frames())
             .filter(|&f| self.frames[f as usize].dirty.load(Relaxed))
             .map(|f| (self.frames[f as usize].page_id.load(Relaxed), f))
             .collect();
@@ -712,7 +717,7 @@ impl BufferPool {
         Lsn(self.image_horizon.load(Relaxed))
     }
 
-    /// Computes now, by a scan of the frames, a lower bound of the recovery LSN of every page
+    /// Computes now, by a scan of the dirty frames, a lower bound of the recovery LSN of every page
     /// that is dirty, and syncs the data file so that every page seen clean is durable (the
     /// same rule as the cleaner's, for a checkpoint that cannot wait for a cleaner pass or
     /// runs without one). Also publishes the result as [`BufferPool::oldest_rec_lsn`].
@@ -723,12 +728,7 @@ impl BufferPool {
         // Read the end of the log before the scan (WalHook ordering contract): a page dirtied
         // after this read has a recovery LSN at or above it.
         let log_end = self.wal.current_lsn().0;
-        let oldest = self
-            .frames
-            .iter()
-            .filter(|f| f.dirty.load(Acquire))
-            .map(|f| f.rec_lsn.load(Relaxed))
-            .fold(log_end, u64::min);
+        let oldest = self.oldest_dirty_rec_lsn(log_end);
         self.sync_file()?;
         self.oldest_rec_lsn.store(oldest, Release);
         Ok(Lsn(oldest))
@@ -743,7 +743,25 @@ impl BufferPool {
 
     /// Number of frames now holding a dirty page.
     pub fn dirty_count(&self) -> usize {
-        self.frames.iter().filter(|f| f.dirty.load(Relaxed)).count()
+        self.dirty_frames().count()
+    }
+
+    /// The frames holding a dirty page now, in ascending order (those of the dirty map
+    /// whose flag is set; a frame dirtied or cleaned during the walk may or may not be
+    /// listed).
+    pub(crate) fn dirty_frames(&self) -> impl Iterator<Item = u32> + '_ {
+        self.dirty_map
+            .frames()
+            .filter(|&f| self.frames[f as usize].dirty.load(Acquire))
+    }
+
+    /// `min(bound, recovery LSN of every frame dirty now)`: the cleaner's and a
+    /// checkpoint's bound on where redo must start (read `bound`, the end of the log,
+    /// before calling: a page dirtied after that read has a recovery LSN at or above it).
+    pub(crate) fn oldest_dirty_rec_lsn(&self, bound: u64) -> u64 {
+        self.dirty_frames()
+            .map(|f| self.frames[f as usize].rec_lsn.load(Relaxed))
+            .fold(bound, u64::min)
     }
 
     /// A snapshot of the pool's counters.

@@ -148,6 +148,20 @@ fn random_fixes_match_model(frames: usize, threads: usize, ops: usize) {
     for h in handles {
         h.join().unwrap();
     }
+    // Dirty map invariant 1: `flush_all` writes only the frames the dirty map lists, so a
+    // frame dirtied without setting its bit would still be dirty after it, and a bit left
+    // set after its frame was cleaned would still be listed.
+    pool.flush_all().unwrap();
+    let dirty: Vec<usize> = (pool.frames.iter().enumerate())
+        .filter(|(_, f)| f.dirty.load(SeqCst))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(dirty, Vec::<usize>::new(), "frames dirty after flush_all");
+    assert_eq!(
+        pool.dirty_map.frames().count(),
+        0,
+        "bits left in the dirty map"
+    );
     for p in 0..pages {
         let g = pool.fix_shared(PageId(p)).unwrap();
         assert_eq!(
