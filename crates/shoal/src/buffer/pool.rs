@@ -204,6 +204,28 @@ impl BufferPool {
     }
 
     #[inline]
+    /// Copies frame `f`'s page image into `buf` (`page_size` bytes) with one `memcpy`, for a
+    /// caller that holds the frame's latch in S or X mode (a write-back). The image is read
+    /// without atomic loads: the latch keeps writers out (they need X), and the accesses it
+    /// can race with are optimistic readers' loads, which write nothing — a read that races
+    /// only with reads is no data race. A word-by-word relaxed copy of an 8 KiB image was a
+    /// third of the page cleaner's samples in the insert benchmark.
+    fn copy_latched_image(&self, f: u32, buf: &mut [u8]) {
+        let words = self.words(f);
+        assert_eq!(
+            buf.len(),
+            words.len() * 8,
+            "a page image is page_size bytes"
+        );
+        // SAFETY: `words` is `buf.len()` bytes of live memory (the pool's images outlive
+        // `self`'s borrow) and does not overlap `buf` (a caller's private buffer). No thread
+        // writes these words while the caller holds the frame's S or X latch (see above), so
+        // the plain reads race with nothing but reads.
+        unsafe {
+            std::ptr::copy_nonoverlapping(words.as_ptr().cast::<u8>(), buf.as_mut_ptr(), buf.len());
+        }
+    }
+
     pub(crate) fn words(&self, f: u32) -> &[AtomicU64] {
         let s = f as usize * self.words_per_page;
         &self.mem[s..s + self.words_per_page]
@@ -606,7 +628,7 @@ impl BufferPool {
             .byte_offset(self.page_size)
             .expect("resident page has an offset");
         with_scratch(self.page_size, |buf| {
-            AtomicBytes::new(self.words(f)).read_into(0, buf);
+            self.copy_latched_image(f, buf);
             let lsn = header::page_lsn(&buf[..]);
             self.wal.force_log(lsn)?;
             header::seal(buf);
