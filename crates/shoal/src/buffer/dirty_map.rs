@@ -3,10 +3,11 @@
 //! `flush_all`, `dirty_count`) read 1 bit per frame instead of a 64-byte control block.
 //!
 //! Before it, every cleaner pass read every frame's control block twice (once to collect
-//! the dirty frames, once for the oldest recovery LSN): 64 MiB of control blocks per pass for
-//! an 8 GiB pool, whatever was dirty, ten passes a second — memory traffic that grew with the
-//! pool and pushed the workers' lines out of the shared cache. The map of the same pool is
-//! 128 KiB, and a pass reads only the control blocks of frames whose bit is set.
+//! the dirty frames, once for the oldest recovery LSN): an 8 GiB pool of 8 KiB pages has
+//! 64 MiB of control blocks, so 128 MiB per pass whatever was dirty, ten passes a second —
+//! memory traffic that grew with the pool and pushed the workers' lines out of the shared
+//! cache. The map of the same pool is 128 KiB, and a pass reads only the control blocks of
+//! frames whose bit is set.
 //!
 //! ## Invariants
 //! 1. **Superset.** At every moment, a frame whose `dirty` flag is set has its bit set: the
@@ -18,17 +19,22 @@
 //!    its S or X latch, so a frame's bit is never set and cleared at the same time; bits of
 //!    other frames in the same word change with atomic `fetch_or` / `fetch_and`, which
 //!    lose no one's bit.
-//! 3. **Visibility.** A reader that has seen an event ordered after a frame's dirtying (the
-//!    cleaner reads the end of the log after the record of the change was appended, buffer
-//!    rule 5) sees the frame's bit: the bit's store is sequenced before the flag's and the
-//!    append's, and the reader's word loads are Acquire, after its own Acquire of the
-//!    log's end.
+//! 3. **Visibility of a set bit.** A reader that has seen an event ordered after a frame's
+//!    dirtying sees the frame's bit: the cleaner reads the end of the log (Acquire, the
+//!    `WalHook` contract) after the change's record was appended (a Release, buffer rule
+//!    5); the bit was set before the flag and the append in the dirtying thread's program
+//!    order, so it happens before the reader's later word load, which coherence then
+//!    makes see it.
+//! 4. **A clear bit means written.** A bit is cleared (Release) only after its page's write
+//!    returned and its flag was cleared; a reader whose word load (Acquire) sees it clear
+//!    and then syncs the data file makes that write durable (buffer rule 8), as a reader
+//!    that saw the flag clear did before.
 //!
 //! Latching: none of its own; it leans on the frame latches (invariant 2).
 //!
 //! [`ExclusiveGuard::mark_dirty`]: super::ExclusiveGuard::mark_dirty
 //! [`ExclusiveGuard::mark_dirty_since`]: super::ExclusiveGuard::mark_dirty_since
-//! [`BufferPool::write_back`]: super::BufferPool
+//! [`BufferPool::write_back`]: super::BufferPool (its private `write_back`)
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
@@ -51,8 +57,10 @@ impl DirtyMap {
     #[inline]
     pub(crate) fn set(&self, f: u32) {
         let (w, bit) = (f as usize / 64, 1u64 << (f % 64));
-        // Release: the bit before the flag and the change's log record (invariant 3). Only
-        // a clean frame's dirtying gets here, not every change of a page.
+        // Relaxed would do for invariant 3 (the flag's Release store and the append's
+        // Release come after this in program order and carry it); Release costs nothing
+        // more on a locked instruction. Only a clean frame's dirtying gets here, not every
+        // change of a page.
         self.words[w].fetch_or(bit, Release);
     }
 
@@ -60,6 +68,7 @@ impl DirtyMap {
     #[inline]
     pub(crate) fn clear(&self, f: u32) {
         let (w, bit) = (f as usize / 64, 1u64 << (f % 64));
+        // Release: the page's write before the clear bit (invariant 4).
         self.words[w].fetch_and(!bit, Release);
     }
 

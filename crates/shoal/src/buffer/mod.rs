@@ -18,6 +18,8 @@
 //!
 //!   frames: [Frame; n]  64-byte control blocks: latch, page id, chain link, ref bit, dirty, rec LSN
 //!   memory: [AtomicU64; n * page_size/8]  page images (atomic words: see `sync`, rule O1)
+//!   dirty map: [AtomicU64; n/64]  a bit per frame that may be dirty (`dirty_map`): what the
+//!              cleaner, checkpoints and flush_all walk instead of every control block
 //! ```
 //!
 //! ## Rules

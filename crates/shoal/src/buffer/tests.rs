@@ -442,6 +442,45 @@ fn cleaner_writes_dirty_pages_and_publishes_oldest_rec_lsn() {
     assert_eq!(pool.dirty_count(), 0);
 }
 
+/// The dirty map over several words (every other pool test fits in one): a pool of 200
+/// frames, every frame used, no cleaner. `dirty_count`, `oldest_rec_lsn_now`, `flush_page`
+/// and `flush_all` see exactly the dirty frames, wherever their bits lie.
+#[test]
+fn dirty_frames_are_found_in_every_word_of_the_dirty_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Arc::new(RecordingWal::default());
+    wal.next.store(100, SeqCst);
+    let o = Options {
+        cleaner_enabled: false,
+        ..opts(200)
+    };
+    let pool = BufferPool::open(data_file(&dir), &o, wal.clone()).unwrap();
+    fill(&pool, 200);
+    assert_eq!(pool.dirty_count(), 200);
+    assert_eq!(pool.oldest_rec_lsn_now().unwrap(), Lsn(100));
+    pool.flush_all().unwrap();
+    assert_eq!(pool.dirty_count(), 0);
+    assert_eq!(pool.dirty_map.frames().count(), 0);
+    // Dirty three pages at three log ends; their frames lie in different words.
+    for (pid, lsn) in [(150, 700), (70, 800), (3, 900)] {
+        wal.next.store(lsn, SeqCst);
+        let mut g = pool.fix_exclusive(PageId(pid)).unwrap();
+        g.mark_dirty();
+        g.set_page_lsn(Lsn(lsn + 1));
+    }
+    let frames: Vec<u32> = pool.dirty_frames().collect();
+    assert_eq!(frames.len(), 3);
+    assert!(frames.iter().any(|&f| f >= 128), "frames {frames:?}");
+    wal.next.store(1_000, SeqCst);
+    assert_eq!(pool.oldest_rec_lsn_now().unwrap(), Lsn(700));
+    pool.flush_page(PageId(150)).unwrap();
+    assert_eq!(pool.dirty_count(), 2);
+    assert_eq!(pool.oldest_rec_lsn_now().unwrap(), Lsn(800));
+    pool.flush_all().unwrap();
+    assert_eq!(pool.dirty_count(), 0);
+    assert_eq!(pool.oldest_rec_lsn_now().unwrap(), Lsn(1_000));
+}
+
 /// A pool of 64 frames whose cleaner writes pages 10,000 bytes of log after they became
 /// dirty, with a log stand-in at LSN 1,000.
 fn lagged_pool(dir: &tempfile::TempDir) -> (Arc<BufferPool>, Arc<RecordingWal>) {
