@@ -535,6 +535,111 @@ fn updates_through_row_views() {
     assert!(db.verify().unwrap().is_ok());
 }
 
+/// `update_columns_with_view` and `update_many_columns_with_view`: the changes by column
+/// position give exactly what the same changes by name give — patched in place for a
+/// fixed-width column outside every key, the whole row (and its index) otherwise; a
+/// position the table lacks, a column given twice and a NULL in a NOT NULL column are
+/// refused and change nothing; a rollback restores the rows.
+#[test]
+fn updates_columns_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = loaded(dir.path(), 40);
+    let (branch, balance, note) = (2, 3, 4);
+    let def = t.def().clone();
+    assert_eq!(
+        [
+            def.column_index("branch"),
+            def.column_index("balance"),
+            def.column_index("note")
+        ],
+        [Some(branch), Some(balance), Some(note)]
+    );
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    // In place, and the same change by name on another row: the same result.
+    assert!(t
+        .update_columns_with_view(&mut tx, &[Value::Int8(7)], |v| {
+            Ok([(balance, Value::Int8(v.get::<i64>(balance)? + 5))])
+        })
+        .unwrap());
+    t.update_with_view(&mut tx, &[Value::Int8(14)], |v| {
+        Ok(Row::new().with("balance", v.get::<i64>(balance)? + 5))
+    })
+    .unwrap();
+    let get = |tx: &mut shoal::txn::Transaction<'_>, id: i64| {
+        t.get(tx, &[Value::Int8(id)]).unwrap().expect("row exists")
+    };
+    assert_eq!(get(&mut tx, 7).get::<i64>("balance").unwrap(), 1_012);
+    assert_eq!(get(&mut tx, 14).get::<i64>("balance").unwrap(), 1_019);
+    assert_eq!(
+        get(&mut tx, 7).get::<String>("email").unwrap(),
+        "user7@example.com"
+    );
+    // Whole row: branch is indexed, note is variable-width; the index follows.
+    assert!(t
+        .update_columns_with_view(&mut tx, &[Value::Int8(8)], |_| {
+            Ok(vec![
+                (branch, Value::Int4(99)),
+                (note, Value::Str("by position".into())),
+            ])
+        })
+        .unwrap());
+    let moved = t
+        .scan_index(&mut tx, "by_branch", &[Value::Int4(99)])
+        .unwrap();
+    assert_eq!(moved.len(), 1);
+    assert_eq!(moved[0].get::<String>("note").unwrap(), "by position");
+    // Refusals change nothing.
+    let e = t
+        .update_columns_with_view(&mut tx, &[Value::Int8(9)], |_| Ok([(5, Value::Int8(1))]))
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::NoSuchColumn { column, .. } if column == "#5"),
+        "{e}"
+    );
+    let e = t
+        .update_columns_with_view(&mut tx, &[Value::Int8(9)], |_| {
+            Ok([(balance, Value::Int8(1)), (balance, Value::Int8(2))])
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    let e = t
+        .update_columns_with_view(&mut tx, &[Value::Int8(9)], |_| Ok([(balance, Value::Null)]))
+        .unwrap_err();
+    assert!(matches!(e, Error::NotNull { .. }), "{e}");
+    assert_eq!(get(&mut tx, 9).get::<i64>("balance").unwrap(), 1_009);
+    assert!(!t
+        .update_columns_with_view(
+            &mut tx,
+            &[Value::Int8(500)],
+            |_| -> shoal::Result<[(usize, Value); 0]> { panic!("not called") }
+        )
+        .unwrap());
+    // Many rows at once, one of them twice (its second change sees its first).
+    let keys: Vec<[Value; 1]> = [3i64, 99, 4, 4].iter().map(|&k| [Value::Int8(k)]).collect();
+    let refs: Vec<&[Value]> = keys.iter().map(|k| &k[..]).collect();
+    let found = t
+        .update_many_columns_with_view(&mut tx, &refs, |_, v| {
+            Ok([(balance, Value::Int8(v.get::<i64>(balance)? + 1_000))])
+        })
+        .unwrap();
+    assert_eq!(found, [true, false, true, true]);
+    assert_eq!(get(&mut tx, 3).get::<i64>("balance").unwrap(), 2_003);
+    assert_eq!(get(&mut tx, 4).get::<i64>("balance").unwrap(), 3_004);
+    tx.commit().unwrap();
+    // A rollback restores a row patched by position.
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    t.update_columns_with_view(&mut tx, &[Value::Int8(10)], |_| {
+        Ok([(balance, Value::Int8(-1))])
+    })
+    .unwrap();
+    assert_eq!(get(&mut tx, 10).get::<i64>("balance").unwrap(), -1);
+    tx.abort().unwrap();
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    assert_eq!(get(&mut tx, 10).get::<i64>("balance").unwrap(), 1_010);
+    tx.commit().unwrap();
+    assert!(db.verify().unwrap().is_ok());
+}
+
 /// A table wider than the in-place update's stack slots (40 columns): a change of its last
 /// fixed-width column is patched in place as in a narrow table, and rolls back.
 #[test]

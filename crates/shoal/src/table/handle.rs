@@ -9,6 +9,7 @@
 //! locks primary keys, each index its own keys (`btree::locking`), at the transaction's
 //! isolation level.
 
+use super::changes::{ChangeSet, Columns};
 use super::codec::{decode_row, encode_row, RowView};
 use super::{Row, TableDef, Value};
 use crate::btree::{BTree, ReadForUpdate, ScanDirection};
@@ -326,6 +327,34 @@ impl Table {
         key: &[Value],
         change: impl FnOnce(&RowView<'_>) -> Result<Row>,
     ) -> Result<bool> {
+        self.update_view(txn, key, change)
+    }
+
+    /// As [`Table::update_with_view`], with the changes given by column position:
+    /// `change` returns `(column, new value)` pairs, `column` as in
+    /// [`TableDef::column_index`] (an array such as `[(2, v), (5, w)]` or a `Vec`). The
+    /// same update without a [`Row`] to build and no column names to look up: for the hot
+    /// updates of a program that resolved its column positions once.
+    ///
+    /// # Errors
+    /// As [`Table::update_with_view`]; [`Error::NoSuchColumn`] (`#i`) for a position the
+    /// table does not have, [`Error::InvalidArgument`] for a column given twice.
+    pub fn update_columns_with_view<C: AsRef<[(usize, Value)]>>(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[Value],
+        change: impl FnOnce(&RowView<'_>) -> Result<C>,
+    ) -> Result<bool> {
+        self.update_view(txn, key, |view| change(view).map(Columns))
+    }
+
+    /// [`Table::update_with_view`] and [`Table::update_columns_with_view`].
+    fn update_view<Ch: ChangeSet>(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[Value],
+        change: impl FnOnce(&RowView<'_>) -> Result<Ch>,
+    ) -> Result<bool> {
         let pk = self.primary_key(key)?;
         let Some(read) = self.primary.read_for_update(txn, &pk)? else {
             return Ok(false);
@@ -354,7 +383,31 @@ impl Table {
         &self,
         txn: &mut Transaction<'_>,
         keys: &[&[Value]],
-        mut change: impl FnMut(usize, &RowView<'_>) -> Result<Row>,
+        change: impl FnMut(usize, &RowView<'_>) -> Result<Row>,
+    ) -> Result<Vec<bool>> {
+        self.update_many_view(txn, keys, change)
+    }
+
+    /// [`Table::update_many_with_view`] with the changes given by column position, as
+    /// [`Table::update_columns_with_view`] takes them.
+    ///
+    /// # Errors
+    /// As [`Table::update_many_with_view`] and [`Table::update_columns_with_view`].
+    pub fn update_many_columns_with_view<C: AsRef<[(usize, Value)]>>(
+        &self,
+        txn: &mut Transaction<'_>,
+        keys: &[&[Value]],
+        mut change: impl FnMut(usize, &RowView<'_>) -> Result<C>,
+    ) -> Result<Vec<bool>> {
+        self.update_many_view(txn, keys, |i, view| change(i, view).map(Columns))
+    }
+
+    /// [`Table::update_many_with_view`] and [`Table::update_many_columns_with_view`].
+    fn update_many_view<Ch: ChangeSet>(
+        &self,
+        txn: &mut Transaction<'_>,
+        keys: &[&[Value]],
+        mut change: impl FnMut(usize, &RowView<'_>) -> Result<Ch>,
     ) -> Result<Vec<bool>> {
         let pks = keys
             .iter()
@@ -384,12 +437,12 @@ impl Table {
     /// The write of [`Table::update_with_view`]: the row `read` (of primary key `pk`)
     /// changed as `change` says, patched in place when it can be. Returns true if the
     /// change moved the row to a new primary key.
-    fn write_changed(
+    fn write_changed<Ch: ChangeSet>(
         &self,
         txn: &mut Transaction<'_>,
         pk: &[u8],
         read: ReadForUpdate<'_>,
-        change: impl FnOnce(&RowView<'_>) -> Result<Row>,
+        change: impl FnOnce(&RowView<'_>) -> Result<Ch>,
     ) -> Result<bool> {
         let (changes, patched) = {
             let view = RowView::new(&self.def, read.value())?;
@@ -404,7 +457,7 @@ impl Table {
             }
             None => {
                 let old = decode_row(&self.def, read.value())?;
-                self.apply_update(txn, pk, &old, &changes, read)
+                self.apply_update(txn, pk, &old, &changes.to_row(&self.def), read)
             }
         }
     }
@@ -415,7 +468,7 @@ impl Table {
     ///
     /// # Errors
     /// As [`TableDef::check_update`] for a bad column name or value.
-    fn patch_fixed(&self, view: &RowView<'_>, changes: &Row) -> Result<Option<Vec<u8>>> {
+    fn patch_fixed(&self, view: &RowView<'_>, changes: &impl ChangeSet) -> Result<Option<Vec<u8>>> {
         let def = &self.def;
         let n = def.columns().len();
         // The slots on the stack for tables of up to `STACK_SLOTS` columns (TPC-C's widest
@@ -427,12 +480,12 @@ impl Table {
             heap.resize(n, None);
             &mut heap
         };
-        def.assign(changes, slots)?;
+        changes.assign(def, slots)?;
         let in_key = |i: usize| {
             def.primary_key().contains(&i)
                 || (0..def.indexes().len()).any(|x| def.index_columns(x).contains(&i))
         };
-        let mut cells = Vec::with_capacity(changes.len());
+        let mut cells = Vec::with_capacity(slots.iter().flatten().count());
         for (i, v) in slots.iter().enumerate() {
             let Some(v) = v else { continue };
             let c = &def.columns()[i];

@@ -83,6 +83,7 @@
 //! as PostgreSQL implements them. The code is ours.
 
 mod catalog;
+mod changes;
 mod check;
 mod codec;
 mod handle;
