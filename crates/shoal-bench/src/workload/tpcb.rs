@@ -328,9 +328,9 @@ fn add_to(
     let mut new = 0;
     let (at, _) = table.def().column(col)?;
     // The balance is a fixed-width column in no key: patched in place.
-    let found = table.update_with_view(tx, &[V::Int4(key)], |row| {
+    let found = table.update_columns_with_view(tx, &[V::Int4(key)], |row| {
         new = row.get::<i32>(at)? + delta;
-        Ok(Row::new().with(col, new))
+        Ok([(at, V::Int4(new))])
     })?;
     if !found {
         return Err(shoal::Error::invalid(

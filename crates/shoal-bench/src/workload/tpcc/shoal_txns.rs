@@ -118,16 +118,16 @@ fn string(v: &RowView<'_>, i: usize) -> shoal::Result<String> {
     v.get(i)
 }
 
-/// `update_with_view` of the row with primary key `key`, or an error naming `what` if
-/// there is none.
-fn update(
+/// `update_columns_with_view` of the row with primary key `key` (the changes by column
+/// position, `col::*`), or an error naming `what` if there is none.
+fn update<C: AsRef<[(usize, V)]>>(
     t: &Table,
     tx: &mut Transaction<'_>,
     key: &[V],
     what: &str,
-    change: impl FnOnce(&RowView<'_>) -> shoal::Result<Row>,
+    change: impl FnOnce(&RowView<'_>) -> shoal::Result<C>,
 ) -> shoal::Result<()> {
-    if t.update_with_view(tx, key, change)? {
+    if t.update_columns_with_view(tx, key, change)? {
         Ok(())
     } else {
         Err(missing(what))
@@ -156,7 +156,7 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
     update(t.get(T::District), tx, &[i4(w), i4(d)], "district", |r| {
         o_id = int(r, col::D_NEXT_O_ID)? as i32;
         d_tax = int(r, col::D_TAX)? as i32;
-        Ok(Row::new().with("d_next_o_id", o_id + 1))
+        Ok([(col::D_NEXT_O_ID, V::from(o_id + 1))])
     })?;
     let (c_discount, bc) = t
         .get(T::Customer)
@@ -201,7 +201,7 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
     let mut s_original = vec![false; valid];
     let found = t
         .get(T::Stock)
-        .update_many_with_view(tx, &stock_refs, |n, s| {
+        .update_many_columns_with_view(tx, &stock_refs, |n, s| {
             let line = &lines[n];
             let q = int(s, col::S_QUANTITY)? as i32;
             let new_q = if q >= line.qty + 10 {
@@ -211,14 +211,21 @@ pub fn new_order(t: &ShoalTables, tx: &mut Transaction<'_>, inp: &NewOrderIn, no
             };
             dist_info[n] = string(s, col::S_DIST_01 + d as usize - 1)?;
             s_original[n] = original(text(s, col::S_DATA)?);
-            Ok(Row::new()
-                .with("s_quantity", new_q)
-                .with("s_ytd", int(s, col::S_YTD)? + i64::from(line.qty))
-                .with("s_order_cnt", int(s, col::S_ORDER_CNT)? as i32 + 1)
-                .with(
-                    "s_remote_cnt",
-                    int(s, col::S_REMOTE_CNT)? as i32 + i32::from(line.supply_w != w),
-                ))
+            Ok([
+                (col::S_QUANTITY, V::from(new_q)),
+                (
+                    col::S_YTD,
+                    V::from(int(s, col::S_YTD)? + i64::from(line.qty)),
+                ),
+                (
+                    col::S_ORDER_CNT,
+                    V::from(int(s, col::S_ORDER_CNT)? as i32 + 1),
+                ),
+                (
+                    col::S_REMOTE_CNT,
+                    V::from(int(s, col::S_REMOTE_CNT)? as i32 + i32::from(line.supply_w != w)),
+                ),
+            ])
         })?;
     if found.contains(&false) {
         return Err(missing("stock"));
@@ -312,7 +319,7 @@ pub fn payment(
         "district",
         |r| {
             d_name = string(r, col::D_NAME)?;
-            Ok(Row::new().with("d_ytd", int(r, col::D_YTD)? + amount))
+            Ok([(col::D_YTD, V::from(int(r, col::D_YTD)? + amount))])
         },
     )?;
     let c = match &inp.customer {
@@ -322,20 +329,30 @@ pub fn payment(
     };
     let c_key = [i4(inp.c_w), i4(inp.c_d), i4(c)];
     update(t.get(T::Customer), tx, &c_key, "customer", |r| {
-        let mut ch = Row::new()
-            .with("c_balance", int(r, col::C_BALANCE)? - amount)
-            .with("c_ytd_payment", int(r, col::C_YTD_PAYMENT)? + amount)
-            .with("c_payment_cnt", int(r, col::C_PAYMENT_CNT)? as i32 + 1);
+        let mut ch = vec![
+            (col::C_BALANCE, V::from(int(r, col::C_BALANCE)? - amount)),
+            (
+                col::C_YTD_PAYMENT,
+                V::from(int(r, col::C_YTD_PAYMENT)? + amount),
+            ),
+            (
+                col::C_PAYMENT_CNT,
+                V::from(int(r, col::C_PAYMENT_CNT)? as i32 + 1),
+            ),
+        ];
         // Bad credit: C_DATA (variable-width) changes too, so the row is re-encoded whole.
         if text(r, col::C_CREDIT)? == b"BC" {
-            ch = ch.with("c_data", bc_data(c, inp, &string(r, col::C_DATA)?));
+            ch.push((
+                col::C_DATA,
+                V::from(bc_data(c, inp, &string(r, col::C_DATA)?)),
+            ));
         }
         Ok(ch)
     })?;
     let mut w_name = String::new();
     update(t.get(T::Warehouse), tx, &[i4(inp.w)], "warehouse", |r| {
         w_name = string(r, col::W_NAME)?;
-        Ok(Row::new().with("w_ytd", int(r, col::W_YTD)? + amount))
+        Ok([(col::W_YTD, V::from(int(r, col::W_YTD)? + amount))])
     })?;
     let h_data = format!("{w_name}    {d_name}");
     t.get(T::History).insert(
@@ -456,14 +473,14 @@ pub fn delivery(
         update(t.get(T::Orders), tx, &ok, "order of a NEW-ORDER row", |r| {
             c = int(r, col::O_C_ID)? as i32;
             ol_cnt = int(r, col::O_OL_CNT)? as i32;
-            Ok(Row::new().with("o_carrier_id", inp.carrier))
+            Ok([(col::O_CARRIER_ID, V::from(inp.carrier))])
         })?;
         let mut sum = 0i64;
         for n in 1..=ol_cnt {
             let line = [i4(w), i4(d), i4(o), i4(n)];
             update(t.get(T::OrderLine), tx, &line, "order line", |r| {
                 sum += int(r, col::OL_AMOUNT)?;
-                Ok(Row::new().with("ol_delivery_d", V::Timestamp(now)))
+                Ok([(col::OL_DELIVERY_D, V::Timestamp(now))])
             })?;
         }
         update(
@@ -472,9 +489,13 @@ pub fn delivery(
             &[i4(w), i4(d), i4(c)],
             "customer of an order",
             |r| {
-                Ok(Row::new()
-                    .with("c_balance", int(r, col::C_BALANCE)? + sum)
-                    .with("c_delivery_cnt", int(r, col::C_DELIVERY_CNT)? as i32 + 1))
+                Ok([
+                    (col::C_BALANCE, V::from(int(r, col::C_BALANCE)? + sum)),
+                    (
+                        col::C_DELIVERY_CNT,
+                        V::from(int(r, col::C_DELIVERY_CNT)? as i32 + 1),
+                    ),
+                ])
             },
         )?;
         delivered += 1;
