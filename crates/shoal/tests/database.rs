@@ -522,17 +522,35 @@ fn updates_through_row_views() {
     assert_eq!(read(&mut tx, 9).get::<i64>("balance").unwrap(), 1_009);
     tx.commit().unwrap();
     // A patched row is restored by a rollback.
+    rollback_restores_balance(&db, &t, 10, 1_010, |tx| {
+        t.update_with_view(tx, &[Value::Int8(10)], |_| {
+            Ok(Row::new().with("balance", -1i64))
+        })
+        .unwrap();
+    });
+    assert!(db.verify().unwrap().is_ok());
+}
+
+/// Runs `update`, which must set the balance of row `id` to -1, in a transaction; checks
+/// that it did, rolls the transaction back, and checks that the balance is `restored`.
+fn rollback_restores_balance(
+    db: &Database,
+    t: &shoal::table::Table,
+    id: i64,
+    restored: i64,
+    update: impl FnOnce(&mut shoal::txn::Transaction<'_>),
+) {
+    let balance = |tx: &mut shoal::txn::Transaction<'_>| {
+        let row = t.get(tx, &[Value::Int8(id)]).unwrap().expect("row exists");
+        row.get::<i64>("balance").unwrap()
+    };
     let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    t.update_with_view(&mut tx, &[Value::Int8(10)], |_| {
-        Ok(Row::new().with("balance", -1i64))
-    })
-    .unwrap();
-    assert_eq!(read(&mut tx, 10).get::<i64>("balance").unwrap(), -1);
+    update(&mut tx);
+    assert_eq!(balance(&mut tx), -1);
     tx.abort().unwrap();
     let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    assert_eq!(read(&mut tx, 10).get::<i64>("balance").unwrap(), 1_010);
+    assert_eq!(balance(&mut tx), restored);
     tx.commit().unwrap();
-    assert!(db.verify().unwrap().is_ok());
 }
 
 /// `update_columns_with_view` and `update_many_columns_with_view`: the changes by column
@@ -627,16 +645,10 @@ fn updates_columns_by_position() {
     assert_eq!(get(&mut tx, 4).get::<i64>("balance").unwrap(), 3_004);
     tx.commit().unwrap();
     // A rollback restores a row patched by position.
-    let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    t.update_columns_with_view(&mut tx, &[Value::Int8(10)], |_| {
-        Ok([(balance, Value::Int8(-1))])
-    })
-    .unwrap();
-    assert_eq!(get(&mut tx, 10).get::<i64>("balance").unwrap(), -1);
-    tx.abort().unwrap();
-    let mut tx = db.begin(IsolationLevel::ReadCommitted);
-    assert_eq!(get(&mut tx, 10).get::<i64>("balance").unwrap(), 1_010);
-    tx.commit().unwrap();
+    rollback_restores_balance(&db, &t, 10, 1_010, |tx| {
+        t.update_columns_with_view(tx, &[Value::Int8(10)], |_| Ok([(balance, Value::Int8(-1))]))
+            .unwrap();
+    });
     assert!(db.verify().unwrap().is_ok());
 }
 

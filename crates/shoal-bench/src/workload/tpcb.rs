@@ -67,12 +67,16 @@ pub struct Tpcb {
     pub scale: u32,
 }
 
-/// Shoal's four tables.
+/// Shoal's four tables, and the positions of their balance columns (looked up once).
 pub struct ShoalTables {
     branches: Table,
     tellers: Table,
     accounts: Table,
     history: Table,
+    /// Position of `bbalance`, `tbalance` and `abalance` in their tables.
+    bbalance: usize,
+    tbalance: usize,
+    abalance: usize,
 }
 
 /// What a `tpcb` setup built.
@@ -222,9 +226,13 @@ impl Tpcb {
         }
         progress.finish();
         db.settle();
+        let balance = |t: &Table, col: &str| t.def().column(col).map(|(at, _)| at);
         Ok(TpcbState::Shoal {
             db,
             t: Box::new(ShoalTables {
+                bbalance: balance(&branches, "bbalance")?,
+                tbalance: balance(&tellers, "tbalance")?,
+                abalance: balance(&accounts, "abalance")?,
                 branches,
                 tellers,
                 accounts,
@@ -316,17 +324,16 @@ impl Input {
     }
 }
 
-/// Adds `delta` to the INT4 column `col` of the row with key `key` (one X lock, one read,
-/// one write: `Table::update_with`); returns the new value.
+/// Adds `delta` to the INT4 column at position `at` of the row with key `key` (one X lock,
+/// one read, one write: `Table::update_columns_with_view`); returns the new value.
 fn add_to(
     tx: &mut shoal::txn::Transaction<'_>,
     table: &Table,
     key: i32,
-    col: &str,
+    at: usize,
     delta: i32,
 ) -> shoal::Result<i32> {
     let mut new = 0;
-    let (at, _) = table.def().column(col)?;
     // The balance is a fixed-width column in no key: patched in place.
     let found = table.update_columns_with_view(tx, &[V::Int4(key)], |row| {
         new = row.get::<i32>(at)? + delta;
@@ -351,14 +358,13 @@ fn op_shoal(
 ) -> Result<()> {
     let inp = Input::draw(ctx, scale);
     let r = db.run(IsolationLevel::ReadCommitted, ctx, |tx| {
-        let updated = add_to(tx, &t.accounts, inp.aid, "abalance", inp.delta)?;
+        let updated = add_to(tx, &t.accounts, inp.aid, t.abalance, inp.delta)?;
         // `SELECT abalance`: that column only.
-        let (abalance, _) = t.accounts.def().column("abalance")?;
         let read = t
             .accounts
-            .get_with(tx, &[V::Int4(inp.aid)], |r| r.get::<i32>(abalance))?;
-        add_to(tx, &t.tellers, inp.tid, "tbalance", inp.delta)?;
-        add_to(tx, &t.branches, inp.bid, "bbalance", inp.delta)?;
+            .get_with(tx, &[V::Int4(inp.aid)], |r| r.get::<i32>(t.abalance))?;
+        add_to(tx, &t.tellers, inp.tid, t.tbalance, inp.delta)?;
+        add_to(tx, &t.branches, inp.bid, t.bbalance, inp.delta)?;
         // Relaxed: the counter is this worker's own; it only has to be unique.
         let hid = ((thread_idx as i64) << 40) | seq.fetch_add(1, Ordering::Relaxed) as i64;
         t.history.insert(
@@ -624,7 +630,7 @@ mod tests {
             match &state {
                 TpcbState::Shoal { db, t, .. } => {
                     let mut tx = db.db().begin(IsolationLevel::ReadCommitted);
-                    add_to(&mut tx, &t.accounts, 17, "abalance", 5).unwrap();
+                    add_to(&mut tx, &t.accounts, 17, t.abalance, 5).unwrap();
                     tx.commit().unwrap();
                 }
                 TpcbState::Sqlite { db, .. } => {

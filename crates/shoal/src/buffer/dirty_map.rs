@@ -13,7 +13,7 @@
 //! 1. **Superset.** At every moment, a frame whose `dirty` flag is set has its bit set: the
 //!    bit is set before the flag ([`ExclusiveGuard::mark_dirty`] and
 //!    [`ExclusiveGuard::mark_dirty_since`]) and cleared after the flag is cleared
-//!    ([`BufferPool::write_back`]). A set bit whose frame is clean is harmless (the reader
+//!    (`BufferPool::write_back`). A set bit whose frame is clean is harmless (the reader
 //!    checks the flag, as it did for every frame before).
 //! 2. **No lost bit.** The flag is set only under the frame's X latch and cleared only under
 //!    its S or X latch, so a frame's bit is never set and cleared at the same time; bits of
@@ -34,7 +34,6 @@
 //!
 //! [`ExclusiveGuard::mark_dirty`]: super::ExclusiveGuard::mark_dirty
 //! [`ExclusiveGuard::mark_dirty_since`]: super::ExclusiveGuard::mark_dirty_since
-//! [`BufferPool::write_back`]: super::BufferPool (its private `write_back`)
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 

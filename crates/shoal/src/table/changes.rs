@@ -26,6 +26,9 @@ pub(crate) trait ChangeSet {
     /// [`TableDef::check_row`] resolves it).
     fn assign<'r>(&'r self, def: &TableDef, slots: &mut [Option<&'r Value>]) -> Result<()>;
 
+    /// Number of changed values (as given; `assign` refuses a column given twice).
+    fn len(&self) -> usize;
+
     /// The same changes as a [`Row`] (of named values, for the positional form), for the
     /// paths that take one (an update that cannot be patched in place).
     fn to_row(&self, def: &TableDef) -> Cow<'_, Row>;
@@ -34,6 +37,10 @@ pub(crate) trait ChangeSet {
 impl ChangeSet for Row {
     fn assign<'r>(&'r self, def: &TableDef, slots: &mut [Option<&'r Value>]) -> Result<()> {
         def.assign(self, slots)
+    }
+
+    fn len(&self) -> usize {
+        Row::len(self)
     }
 
     fn to_row(&self, _def: &TableDef) -> Cow<'_, Row> {
@@ -62,6 +69,10 @@ impl<C: AsRef<[(usize, Value)]>> ChangeSet for Columns<C> {
             }
         }
         Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.0.as_ref().len()
     }
 
     fn to_row(&self, def: &TableDef) -> Cow<'_, Row> {

@@ -485,7 +485,7 @@ impl Table {
             def.primary_key().contains(&i)
                 || (0..def.indexes().len()).any(|x| def.index_columns(x).contains(&i))
         };
-        let mut cells = Vec::with_capacity(slots.iter().flatten().count());
+        let mut cells = Vec::with_capacity(changes.len());
         for (i, v) in slots.iter().enumerate() {
             let Some(v) = v else { continue };
             let c = &def.columns()[i];
