@@ -940,6 +940,41 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             .saturating_sub(NODE_SLOT_SIZE * self.s.slot_count() + fences))
     }
 
+    /// The first split point at or after `keep` (clamped to `1..count`) at which a split of
+    /// this leaf leaves a right half that fits a page, or `None` if none does (impossible
+    /// on a sound leaf: at the last split point the right half is one entry under two
+    /// fences, which always fit, see [`max_key_bytes`]).
+    ///
+    /// A leaf's right half takes the entries from the split point on under a new low fence
+    /// on the first of their keys, one tag byte more than the key. What leaves the page for
+    /// it — the old low fence and the entries before the split point with their slots — can
+    /// be shorter than that fence when those entries are short and the key is long: a split
+    /// next to the insertion point (btree rule 4) would then build a right half over the
+    /// page. The left half always fits: its new high fence is the key of an entry that
+    /// leaves. Entry lengths are read only while the slots alone do not make the room.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if a slot or record is malformed.
+    pub(crate) fn first_fitting_split(&self, keep: usize) -> Result<Option<usize>> {
+        let count = self.entry_count();
+        let base = self.free_bytes() + self.s.record_len(0)?;
+        let (mut summed, mut acc) = (0, 0); // acc: bytes of entries 0..summed
+        for k in keep.max(1)..count {
+            let need = 1 + self.key_range(k)?.len(); // the tag byte and the key
+            let mut room = base + k * NODE_SLOT_SIZE + acc;
+            while room < need && summed < k {
+                let len = self.entry_len(summed)?;
+                acc += len;
+                room += len;
+                summed += 1;
+            }
+            if room >= need {
+                return Ok(Some(k));
+            }
+        }
+        Ok(None)
+    }
+
     /// The bytes of leaf entry `i` after its key (the tagged value).
     pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>> {
         let (r, k) = self.ranges(i)?;

@@ -83,6 +83,15 @@ impl SplitPlan {
             }
             k.clamp(1, count - 1)
         };
+        // A leaf's right half must fit under its new low fence: past short entries, a long
+        // key moves the split further right (`Node::first_fitting_split`).
+        let keep = if n.is_leaf() {
+            n.first_fitting_split(keep)?.ok_or_else(|| {
+                tree.corrupt(n.page_id(), "no split point leaves halves that fit a page")
+            })?
+        } else {
+            keep
+        };
         Ok(SplitPlan {
             keep,
             sep: n.key(keep)?,
