@@ -403,3 +403,7 @@ pub(crate) mod tests_hook {
         Ok(())
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "smo_tests.rs"]
+mod tests;

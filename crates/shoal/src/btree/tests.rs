@@ -951,9 +951,10 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     }
 }
 
-/// `PROPTEST_CASES` if set (a longer hunt: `PROPTEST_CASES=20000 cargo test --release -p
-/// shoal --lib matches_a_btreemap`), else `default`.
-fn cases(default: u32) -> u32 {
+/// `PROPTEST_CASES` if set, else `default`: the case count of the B-tree's property tests,
+/// so that a longer hunt needs no edit (`PROPTEST_CASES=20000 cargo test --release -p shoal
+/// --lib btree::`).
+pub(crate) fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
