@@ -67,7 +67,12 @@
 //!     `WalHook::durable_floor`, leaving it to the cleaner (one floor raise covers a whole
 //!     pass); only the later rounds write such a page, and pay for the raise (rule 9). The
 //!     log's flusher keeps the floor close behind the durable end (log anchor rule A3), so
-//!     such pages are the recently changed ones, which CLOCK mostly keeps anyway.
+//!     such pages are the recently changed ones, which CLOCK mostly keeps anyway. Only
+//!     while a cleaner runs: without one, nothing else writes those pages, and a pool full
+//!     of them left a single clean frame for every miss — a B-tree descent, which needs a
+//!     parent and a child resident at once, then evicted its own parent on every try and
+//!     restarted forever (found by review; the B-tree test
+//!     `a_transaction_dirtying_more_than_the_pool_makes_progress_without_a_cleaner`).
 //!
 //! ## Not done here
 //! No prefetch or read-ahead; one data file per pool; pages are never pinned without a latch

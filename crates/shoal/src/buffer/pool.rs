@@ -539,7 +539,15 @@ impl BufferPool {
         }
         let n = self.frames.len();
         // Rule 10 passes over some frames in the first two rounds: two more rounds keep
-        // every frame eligible for VICTIM_ROUNDS of them.
+        // every frame eligible for VICTIM_ROUNDS of them. Only while a cleaner runs: without
+        // one nothing else writes those pages, and a pool of them leaves the search one clean
+        // frame to recycle, which a descent needing a parent and a child at once evicts
+        // under itself forever.
+        let defer_dirty = if self.cleaner.get().is_some() {
+            2 * n
+        } else {
+            0
+        };
         for step in 0..n * (VICTIM_ROUNDS + 2) {
             let i = self.hand.fetch_add(1, Relaxed) % n;
             let fr = &self.frames[i];
@@ -554,7 +562,7 @@ impl BufferPool {
             // tried, from relaxed reads of the flag and the page LSN (a racing change can
             // only make the guess wrong: `force_log` enforces rule A6 whatever it was), so
             // a frame passed over keeps its version and its readers' bias.
-            if step < 2 * n && fr.dirty.load(Relaxed) && !self.below_floor(i as u32) {
+            if step < defer_dirty && fr.dirty.load(Relaxed) && !self.below_floor(i as u32) {
                 continue;
             }
             // A reader-biased latch marks a read-hot page, and trying it costs a scan of the
