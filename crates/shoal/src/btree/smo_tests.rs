@@ -36,20 +36,22 @@ fn key_len() -> impl Strategy<Value = usize> {
     prop_oneof![3 => 0usize..4, 1 => 20usize..60, 2 => 440usize..520]
 }
 
-/// A node of `level` as full as the candidates (tried in their order) make it, with low
-/// fence `low` (the first key itself when `long_low`, else minus infinity) and no high
-/// fence.
+/// A node of `level` as full as the candidates (tried in their order, each kept if the node
+/// still fits) make it, with no high fence and, as low fence, the first key itself when
+/// `long_low` (else minus infinity); `None` if fewer than two entries fit.
 fn full_node(level: u16, candidates: &[(usize, u64, usize)], long_low: bool) -> Option<NodeImage> {
-    let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    let mut image = NodeImage {
+    let image_of = |entries: &[(Vec<u8>, Vec<u8>)]| NodeImage {
         level,
         child0: if level > 0 {
             PageId(5)
         } else {
             PageId::INVALID
         },
+        low: entries.first().filter(|_| long_low).map(|(k, _)| k.clone()),
+        entries: entries.iter().map(|(_, r)| r.clone()).collect(),
         ..NodeImage::empty_root(PageId(3))
     };
+    let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     for &(len, seed, value_len) in candidates {
         let k = key_of(len, seed);
         if entries.iter().any(|(e, _)| *e == k) {
@@ -61,18 +63,14 @@ fn full_node(level: u16, candidates: &[(usize, u64, usize)], long_low: bool) -> 
             let max_value = max_entry_bytes(PAGE) - KEY_LEN_BYTES - 1 - k.len();
             inline_leaf_entry(&k, &vec![7; value_len.min(max_value)])
         };
-        entries.push((k.clone(), rec));
-        entries.sort();
-        image.entries = entries.iter().map(|(_, r)| r.clone()).collect();
-        image.low = (long_low && !entries.is_empty()).then(|| entries[0].0.clone());
-        if image.used_bytes() > usable_bytes(PAGE) {
-            let at = entries.iter().position(|(e, _)| *e == k).unwrap();
-            entries.remove(at);
+        let mut next = entries.clone();
+        next.push((k, rec));
+        next.sort();
+        if image_of(&next).used_bytes() <= usable_bytes(PAGE) {
+            entries = next;
         }
     }
-    image.entries = entries.iter().map(|(_, r)| r.clone()).collect();
-    image.low = (long_low && !entries.is_empty()).then(|| entries[0].0.clone());
-    (entries.len() >= 2).then_some(image)
+    (entries.len() >= 2).then(|| image_of(&entries))
 }
 
 /// Fails unless `image` formats a page.
