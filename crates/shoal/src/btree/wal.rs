@@ -2,7 +2,7 @@
 //! described, redone and undone (`docs/format.md`, "B-tree log records").
 //!
 //! ```text
-//! redo payloads  [2][op][…]                       applied by NodeMut (node.rs)
+//! redo payloads  [2][op][…]                       applied by NodeMut (node/edit.rs)
 //!   1 INSERT   [entry]                            insert at the key's position
 //!   2 REPLACE  [entry]                            replace the entry with that key
 //!   3 REMOVE   [key]                              remove the entry with that key

@@ -26,7 +26,7 @@
 //! Files: `mode.rs` (mode tables), `mgl.rs`, `tadom.rs` (the protocols), `name.rs`,
 //! `table.rs` (buckets), `head.rs` (heads, queues, grant rules), `fastpath.rs`, `waits.rs`
 //! (wait state and parking), `deadlock.rs`, `manager.rs` (options, request path), `owner.rs`
-//! (the per-transaction lock set).
+//! (the per-transaction lock set; its releases in `owner/release.rs`).
 //!
 //! ## Modes (`mode.rs`)
 //! A protocol is a [`ModeTable`]: modes are small integers; `compatible(requested,
