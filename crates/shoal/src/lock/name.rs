@@ -239,6 +239,7 @@ impl LockName {
 
     /// The key bytes of a key name, or the node id bytes of a node or edge name; empty for
     /// the other kinds.
+    #[inline]
     pub fn bytes(&self) -> &[u8] {
         match &self.heap {
             Some(b) => b,
