@@ -2,8 +2,9 @@
 //! growth builds, and what the `FORMAT` log operation carries — and its encoding onto a
 //! formatted page.
 //!
-//! Invariant: an image is checked to fit before anything is written (transaction rule 2).
-//! Latching: the caller holds the target frame X-latched (or owns a new, unshared page).
+//! Invariant: an image that does not fit its page is `Corruption` and leaves the page
+//! unchanged, never half written (transaction rule 2). Latching: the caller holds the
+//! target frame X-latched.
 
 use super::*;
 

@@ -1,12 +1,13 @@
-//! The pool's misses and writes: bringing a page into a frame (`load`, a CLOCK victim
-//! chosen by `find_victim`, buffer rules 3, 9 and 10), writing a dirty frame back
-//! (`write_back`, after the log is durable to its page LSN: the WAL rule, buffer rule 5),
-//! flushing, syncing and closing, and the sticky write-back failure (buffer rule 6). The
-//! rules cited are in the module doc of `buffer`.
+//! The pool's misses and writes: bringing a page into a frame (`load`: a victim found by
+//! the CLOCK search `find_victim`, installed X-latched, read and checked; buffer rules 3, 4,
+//! 9 and 10), writing a dirty frame back (`write_back`: the WAL rule first, the checksum
+//! sealed on a private copy, clean only after the write; rules 5, 7 and 8), flushing,
+//! syncing and closing, and the sticky write-back failure (rule 6). The rules are in the
+//! module doc of `buffer`.
 //!
-//! Latching: a miss X-latches its victim frame for the read; a write-back S-latches the
-//! frame and copies its image to a per-thread scratch page, so no latch is held across the
-//! write except the frame's own while it is copied.
+//! Latching: a miss holds only its victim frame's X latch while it reads (rule 3); a
+//! write-back runs under the caller's S or X latch on the frame, which keeps the page from
+//! changing while it is copied and written, and takes no other latch (rule 4).
 
 use super::*;
 

@@ -1,11 +1,12 @@
 //! The log manager's background work: what the flusher thread and a leader commit do
-//! (write the completed prefix, sync, advance the durable end, recycle the anchor's
-//! floor), and the zero filler that keeps the segment files allocated ahead of the written
-//! end. The rules cited ("invariant n") are the log manager's, in `manager.rs`.
+//! (write the completed prefix, sync, advance the durable end, raise the anchor's durable
+//! floor: anchor rule A3), and the zero filler that keeps the segment files allocated ahead
+//! of the written end. The rules cited ("invariant n") are the log manager's, in
+//! `manager.rs`.
 //!
-//! Latching: the flusher's work runs under the manager's `flushing` mutex (invariant 4 of
-//! the log buffer: one flusher at a time); the threads sleep on `Signals` with no strong
-//! reference to the manager (invariant 7).
+//! Latching: writing and syncing need the manager's `flushing` mutex (invariant 13), so one
+//! writer at a time advances the log buffer's completed prefix (its invariant 4); the
+//! threads sleep on `Signals` with no strong reference to the manager (invariant 7).
 
 use super::*;
 
