@@ -1,5 +1,5 @@
 //! [`NodeMut`]: write access to an X-latched node, the primitive changes that the B-tree's
-//! redo operations are made of (insert, replace, remove, truncate, fences, links).
+//! redo operations are made of (insert, replace, patch, remove, truncate).
 //!
 //! Invariant: each change checks that it can be made before it changes anything
 //! (transaction rule 2), so a failed change leaves the page as it was. Latching: the caller

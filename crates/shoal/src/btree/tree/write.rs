@@ -1,7 +1,8 @@
 //! The tree's writes: insert, upsert, update and delete in a transaction, the last-leaf
 //! hint that lets an ascending load skip the descent (btree rule 13), the next-key lock
-//! an insert or delete asks for under its leaf's latch, and the undo of each change (btree
-//! rules 3–6 in the module doc of `btree`).
+//! an insert or delete asks for under its leaf's latch, and the logical undo of each change
+//! (btree rules 3 and 6 in the module doc of `btree`; a change that needs room first makes
+//! it through `smo.rs`, rules 4 and 5).
 //!
 //! Latching: a write X-latches one leaf, found by an optimistic descent (or the hint);
 //! a lock that must wait is waited for with no latch held, and the write starts over.
