@@ -50,7 +50,7 @@ pub(super) fn lower_bound(start: usize, end: usize, below: impl Fn(usize) -> boo
 pub(super) const INTERPOLATION_WINDOW: usize = 8;
 /// Records of a run of equal hints that [`Node::search`] prefetches at most before it
 /// bisects the run (`Node::prefetch_run`).
-pub(super) const RUN_PREFETCH_MAX: usize = 32;
+const RUN_PREFETCH_MAX: usize = 32;
 /// Nodes with fewer entries than this are searched by plain bisection.
 pub(super) const INTERPOLATION_MIN_ENTRIES: usize = 16;
 
@@ -106,7 +106,7 @@ pub(super) fn hint_lower_bound(
 /// from `guess` in `[1, count - 1]` (the answer is known not to be 0: the probe's hint is
 /// above entry 0's). Every index passed to `below` is in `[1, count)`.
 #[inline(always)]
-pub(super) fn hint_search_from(count: usize, guess: usize, below: impl Fn(usize) -> bool) -> usize {
+fn hint_search_from(count: usize, guess: usize, below: impl Fn(usize) -> bool) -> usize {
     if below(guess) {
         // The answer is in (guess, count].
         let end = (guess + INTERPOLATION_WINDOW).min(count - 1);
@@ -132,7 +132,7 @@ pub(super) fn hint_search_from(count: usize, guess: usize, below: impl Fn(usize)
 /// guess says which: without them, that second line was a miss of its own after the
 /// guess's. Advisory.
 #[inline(always)]
-pub(super) fn prefetch_window<P: PageRead + ?Sized>(page: &P, count: usize, g: usize) {
+fn prefetch_window<P: PageRead + ?Sized>(page: &P, count: usize, g: usize) {
     let lo = g.saturating_sub(INTERPOLATION_WINDOW);
     let hi = (g + INTERPOLATION_WINDOW).min(count.saturating_sub(1));
     for i in [lo, g, hi] {
@@ -175,7 +175,7 @@ pub(super) fn prefetch_interpolated<P: PageRead + ?Sized>(
 /// `first` to entry `count - 1`'s hint `last`, as an entry number in `[1, count - 1]`.
 /// Requires `first < hint <= last` and `count >= 2`.
 #[inline(always)]
-pub(super) fn interpolate(count: usize, hint: u32, first: u32, last: u32) -> usize {
+fn interpolate(count: usize, hint: u32, first: u32, last: u32) -> usize {
     let span = u64::from(last - first);
     let guess = (u64::from(hint - first) * (count as u64 - 1) / span) as usize;
     // `min`/`max`, not `clamp`: the compiler left `clamp` an out-of-line call here.
@@ -214,13 +214,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// Length of the common prefix of the key at page bytes `r` and `key`, at most `end`,
     /// counting bytes `[0, from)` as equal (the caller knows they are; `from` is at most
     /// both lengths): compared in place, 8 bytes at a time as big-endian words.
-    pub(super) fn common_from(
-        &self,
-        r: &Range<usize>,
-        key: &[u8],
-        from: usize,
-        end: usize,
-    ) -> usize {
+    fn common_from(&self, r: &Range<usize>, key: &[u8], from: usize, end: usize) -> usize {
         let page = self.s.page();
         let n = r.len().min(key.len()).min(end);
         let mut at = from;
@@ -258,7 +252,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// Compares `key` with the node's prefix: `Less` (or `Greater`) if `key` sorts before
     /// (after) every key that begins with the prefix, `Equal` if it begins with it. Reads the
     /// low fence only for a prefix longer than 8 bytes whose head `key` matches.
-    pub(super) fn cmp_prefix(&self, key: &[u8]) -> Result<Ordering> {
+    fn cmp_prefix(&self, key: &[u8]) -> Result<Ordering> {
         let p = self.prefix_len;
         if p == 0 {
             return Ok(Ordering::Equal);
@@ -295,7 +289,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     ///
     /// # Errors
     /// [`Error::Corruption`] if entry 0 is shorter than the hint offset.
-    pub(super) fn cmp_shared(&self, key: &[u8]) -> Result<Ordering> {
+    fn cmp_shared(&self, key: &[u8]) -> Result<Ordering> {
         let (_, r) = self.ranges(0)?;
         let end = self.hint_offset;
         if r.len() < end {
@@ -364,7 +358,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// as `search` was before it had two forms: inlined into its callers (the descents, the
     /// batch, the insert), it made New-Order run 2.5 % more instructions (callgrind).
     #[inline(never)]
-    pub(super) fn search_in_runs<const LAST_FIRST: bool>(
+    fn search_in_runs<const LAST_FIRST: bool>(
         &self,
         key: &[u8],
     ) -> Result<std::result::Result<usize, usize>> {
@@ -440,7 +434,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// Advisory, like every prefetch here.
     #[cold]
     #[inline(never)]
-    pub(super) fn prefetch_run(&self, lo: usize, hi: usize) {
+    fn prefetch_run(&self, lo: usize, hi: usize) {
         let page = self.s.page();
         let step = (hi - lo).div_ceil(RUN_PREFETCH_MAX).max(1);
         for i in (lo..hi).step_by(step) {
@@ -462,7 +456,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// `hint_lower_bound` decides without a guess. Advisory: on a page changing under an
     /// optimistic reader it may prefetch wrong lines, never outside the page.
     #[inline(always)]
-    pub(super) fn prefetch_guess(&self, count: usize, hint: u32) -> Option<usize> {
+    fn prefetch_guess(&self, count: usize, hint: u32) -> Option<usize> {
         if count < INTERPOLATION_MIN_ENTRIES {
             return None;
         }

@@ -84,7 +84,7 @@ impl BTree {
 
     /// The leaf on `key`'s path, X-latched, after checking that it is a leaf of this tree that
     /// covers `key`; `None` if an optimistic step failed (start over).
-    pub(super) fn leaf_exclusive(&self, key: &[u8]) -> Result<Option<ExclusiveGuard<'_>>> {
+    fn leaf_exclusive(&self, key: &[u8]) -> Result<Option<ExclusiveGuard<'_>>> {
         let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
             return Ok(None);
         };
@@ -107,7 +107,7 @@ impl BTree {
     /// leaf is read optimistically and upgraded (never waited for: a leaf another thread
     /// holds is a miss). Any failure on the way (a page that no longer reads as a node, an
     /// I/O error) is a miss too: the descent that follows reports what is really wrong.
-    pub(super) fn hinted_leaf(
+    fn hinted_leaf(
         &self,
         slot: &HintSlot,
         hint: &mut Hint,
@@ -147,7 +147,7 @@ impl BTree {
     /// as the last-leaf hint (btree rule 13), with the unlink epoch read under its latch and
     /// the confidence that `hint` (the slot's contents, after any miss) and `hit` (whether
     /// the hint was tried and used) give.
-    pub(super) fn note_last_leaf(
+    fn note_last_leaf(
         &self,
         slot: &HintSlot,
         hint: Hint,
@@ -173,7 +173,7 @@ impl BTree {
 
     /// Inserts or replaces (per `mode`) the entry of `key` with `new` (whose key is `key`);
     /// returns the old tagged value.
-    pub(super) fn put<L: Logger>(
+    fn put<L: Logger>(
         &self,
         log: &mut L,
         key: &[u8],
@@ -282,7 +282,7 @@ impl BTree {
     }
 
     /// Removes the entry of `key`; returns its tagged value.
-    pub(super) fn remove<L: Logger>(&self, log: &mut L, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn remove<L: Logger>(&self, log: &mut L, key: &[u8]) -> Result<Option<Vec<u8>>> {
         loop {
             let Some(mut x) = self.leaf_exclusive(key)? else {
                 continue;
@@ -324,7 +324,7 @@ impl BTree {
     /// borrowed from the leaf (no copy: the common case of an insert or delete), or past the
     /// leaf's end the first key at or after its high fence (read optimistically from the
     /// leaves to the right; `None` at the end of the tree).
-    pub(super) fn next_key_latched<'x>(
+    fn next_key_latched<'x>(
         &self,
         x: &'x ExclusiveGuard<'_>,
         pos: usize,

@@ -16,7 +16,7 @@ thread_local! {
     static SCRATCH: RefCell<Option<AlignedBuf>> = const { RefCell::new(None) };
 }
 
-pub(super) fn with_scratch<R>(page_size: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+fn with_scratch<R>(page_size: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
         if s.as_ref().map(|b| b.len()) != Some(page_size) {
@@ -48,7 +48,7 @@ impl BufferPool {
         Ok(Some(ExclusiveGuard::new(self, f, latch)))
     }
 
-    pub(super) fn read_into_frame(&self, pid: PageId, f: u32) -> Result<()> {
+    fn read_into_frame(&self, pid: PageId, f: u32) -> Result<()> {
         let offset = pid
             .byte_offset(self.page_size)
             .ok_or_else(|| Error::invalid("page_id", format!("page {pid} is beyond 2^64 bytes")))?;
@@ -150,7 +150,7 @@ impl BufferPool {
     /// True if frame `f`'s page can be written without raising the log's durable floor: its
     /// page LSN lies below [`WalHook::durable_floor`] (rule 10). A relaxed atomic read that
     /// needs no latch; without one it is a guess, as rule 10 needs no more.
-    pub(super) fn below_floor(&self, f: u32) -> bool {
+    fn below_floor(&self, f: u32) -> bool {
         header::page_lsn(&AtomicBytes::new(self.words(f))) < self.wal.durable_floor()
     }
 
@@ -171,7 +171,7 @@ impl BufferPool {
         })
     }
 
-    pub(super) fn pool_failed(&self) -> Error {
+    fn pool_failed(&self) -> Error {
         Error::PoolFailed {
             first_failure: self.failed.get().cloned().unwrap_or_default(),
         }
@@ -288,7 +288,7 @@ impl BufferPool {
 /// A frame installed in the page table for a page whose read has not succeeded yet; dropping
 /// it (on error or unwind) removes the frame from the table. Declared after the frame's latch
 /// guard in `load`, so it is dropped first, while the frame is still X-latched.
-pub(super) struct Installed<'a> {
+struct Installed<'a> {
     pool: &'a BufferPool,
     pid: PageId,
     frame: u32,

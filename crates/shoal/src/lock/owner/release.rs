@@ -9,11 +9,11 @@
 use super::*;
 
 /// Maps with fewer entries than this are released without prefetching ([`Ahead`]).
-pub(super) const AHEAD_MIN_ENTRIES: usize = 32;
+const AHEAD_MIN_ENTRIES: usize = 32;
 
 /// How many entries ahead of the one being released [`Ahead`] prefetches: enough misses in
 /// flight to cover one release's work, few enough to stay in the L1 cache.
-pub(super) const AHEAD_DISTANCE: usize = 8;
+const AHEAD_DISTANCE: usize = 8;
 
 /// Prefetching for a walk that releases a big map's locks (commit of a transaction of
 /// many row locks): each release latches the name's lock-table bucket, which is rarely in

@@ -25,7 +25,7 @@ impl LogManager {
 
     /// Whether the zero filler should run a step, the log being written up to `written`
     /// (invariant 14: the zeros reach less than half the lead past it).
-    pub(super) fn zero_fill_wanted(&self, written: u64) -> bool {
+    fn zero_fill_wanted(&self, written: u64) -> bool {
         let lead = self.zero_fill_lead();
         lead > 0
             && self.zero_fill_failure.get().is_none()
@@ -33,7 +33,7 @@ impl LogManager {
     }
 
     /// What the flusher should do now (called under `ctl`).
-    pub(super) fn next_work(&self) -> Work {
+    fn next_work(&self) -> Work {
         if self.failed.get().is_some() {
             return Work::Exit;
         }
@@ -123,7 +123,7 @@ impl LogManager {
     }
 
     /// True once the lazy flush interval has passed since the last sync.
-    pub(super) fn sync_due(&self) -> bool {
+    fn sync_due(&self) -> bool {
         // Saturating: another thread may store a sync time later than our clock reading.
         let since = (self.opened.elapsed().as_nanos() as u64)
             .saturating_sub(self.last_sync_ns.load(Relaxed));
@@ -134,7 +134,7 @@ impl LogManager {
     /// from the block holding `from` (whose earlier bytes are still in the ring) to the last
     /// block boundary straight from the ring, then the partial block holding `to`, padded with
     /// zeros, from `block`.
-    pub(super) fn write_direct(&self, from: u64, to: u64, block: &mut AlignedBuf) -> Result<()> {
+    fn write_direct(&self, from: u64, to: u64, block: &mut AlignedBuf) -> Result<()> {
         let body_start = align_down(from);
         let body_end = align_down(to);
         if body_end > body_start {
@@ -209,7 +209,7 @@ impl LogManager {
     /// Anchor rule A3: once a sync crossed into a new segment, or went a
     /// `1 / FLOOR_STEPS_PER_SEGMENT` of a segment past the floor, record the synced point so
     /// that damage below it is reported as corruption rather than taken for a torn tail.
-    pub(super) fn raise_durable_floor(&self, synced: u64) {
+    fn raise_durable_floor(&self, synced: u64) {
         let seg = self.options.segment_size_bytes;
         let due = |floor: u64| {
             synced / seg > floor / seg

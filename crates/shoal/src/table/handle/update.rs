@@ -87,7 +87,7 @@ impl Table {
     }
 
     /// [`Table::update_with_view`] and [`Table::update_columns_with_view`].
-    pub(super) fn update_view<Ch: ChangeSet>(
+    fn update_view<Ch: ChangeSet>(
         &self,
         txn: &mut Transaction<'_>,
         key: &[Value],
@@ -141,7 +141,7 @@ impl Table {
     }
 
     /// [`Table::update_many_with_view`] and [`Table::update_many_columns_with_view`].
-    pub(super) fn update_many_view<Ch: ChangeSet>(
+    fn update_many_view<Ch: ChangeSet>(
         &self,
         txn: &mut Transaction<'_>,
         keys: &[&[Value]],
@@ -175,7 +175,7 @@ impl Table {
     /// The write of [`Table::update_with_view`]: the row `read` (of primary key `pk`)
     /// changed as `change` says, patched in place when it can be. Returns true if the
     /// change moved the row to a new primary key.
-    pub(super) fn write_changed<Ch: ChangeSet>(
+    fn write_changed<Ch: ChangeSet>(
         &self,
         txn: &mut Transaction<'_>,
         pk: &[u8],
@@ -206,11 +206,7 @@ impl Table {
     ///
     /// # Errors
     /// As [`TableDef::check_update`] for a bad column name or value.
-    pub(super) fn patch_fixed(
-        &self,
-        view: &RowView<'_>,
-        changes: &impl ChangeSet,
-    ) -> Result<Option<Vec<u8>>> {
+    fn patch_fixed(&self, view: &RowView<'_>, changes: &impl ChangeSet) -> Result<Option<Vec<u8>>> {
         let def = &self.def;
         let n = def.columns().len();
         // The slots on the stack for tables of up to `STACK_SLOTS` columns (TPC-C's widest
@@ -243,7 +239,7 @@ impl Table {
     /// with `changes`, as one statement. A row that keeps its primary key is written on the
     /// leaf it was read from when that is unchanged (`BTree::write_read`: no second
     /// descent). Returns true if the row moved to a new primary key.
-    pub(super) fn apply_update(
+    fn apply_update(
         &self,
         txn: &mut Transaction<'_>,
         pk: &[u8],
