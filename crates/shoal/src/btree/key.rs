@@ -9,8 +9,8 @@
 //!   (U64 5, Str "a\0b", NULL)                      KeyBuilder / encode_value
 //!        │
 //!        ▼
-//!   01 00 00 00 00 00 00 00 05 │ 01 61 00 FF 62 00 00 │ 00
-//!   └─ tag, u64 big-endian ──┘   └ tag, escaped, end ┘  └ NULL
+//!   0E │ 01 61 00 FF 62 00 00 │ 00
+//!   └ 5 ┘  └ tag, escaped, end ┘  └ NULL
 //!        │
 //!        ▼  decode(&key, &[KeyType::U64, KeyType::Str, KeyType::I32])
 //!   [U64(5), Str("a\0b"), Null]
@@ -19,22 +19,33 @@
 //! # Layout
 //!
 //! Every field starts with a tag byte: `00` for NULL (nothing follows), `01` for a value
-//! (its payload follows). Payloads:
+//! (its payload follows) — except integers, whose first byte is a header that is both tag
+//! and length. Payloads:
 //!
 //! | type            | payload (ascending)                                              | bytes with tag |
 //! |-----------------|------------------------------------------------------------------|----------------|
 //! | NULL            | none (tag `00`)                                                  | 1              |
 //! | `Bool`          | `00` false, `01` true                                            | 2              |
-//! | `U32` / `U64`   | big-endian                                                       | 5 / 9          |
-//! | `I32` / `I64`   | big-endian of the two's-complement bits with the sign bit flipped | 5 / 9          |
+//! | integer `0..=237` | none: the header is `09 + v`                                    | 1              |
+//! | integer `≥ 238` | header `F6 + n`, then `v` big-endian in its shortest `n` bytes (1–8) | 2–9        |
+//! | integer `< 0`   | header `09 - n`, then the low `n` bytes of `v`'s two's complement, `n` the shortest that holds `-v - 1` (1–8) | 2–9 |
 //! | `F64`           | big-endian of the IEEE bits: sign bit flipped if clear, all bits inverted if set | 9 |
 //! | `Str` / `Bytes` | each byte `b ≠ 00` as is, each `00` as `00 FF`, then `00 00`     | 1 + n + zeros + 2 |
+//!
+//! The four integer types (`U32`, `U64`, `I32`, `I64`) share that variable-length form, an
+//! order-preserving varint in the manner of SQLite4's and CockroachDB's key encodings:
+//! headers `01`–`08` are negatives (the longer, the smaller), `09`–`F6` the values
+//! `0..=237` themselves, `F7`–`FE` larger values (the longer, the larger); `FF` is never a
+//! header. A TPC-C order line's key (warehouse, district, order, line) takes 6 bytes instead
+//! of 20, and a B-tree node's 4-byte slot hints (`btree::node`) then reach the bytes that
+//! tell its keys apart: with fixed 4-byte integers, the constant high bytes of an order
+//! number filled the hint, and about 256 orders shared one.
 //!
 //! A field encoded in [`Direction::Desc`] has every byte of its ascending encoding, tag
 //! included, inverted (`XOR FF`).
 //!
-//! Integers are big-endian here, not little-endian as STYLE.md practice 12 asks of on-disk
-//! integers: a key is compared byte by byte, most significant byte first, so the most
+//! Integer payloads are big-endian here, not little-endian as STYLE.md practice 12 asks of
+//! on-disk integers: a key is compared byte by byte, most significant byte first, so the most
 //! significant byte must come first. The key is an opaque byte string to the page format.
 //!
 //! # Invariants
@@ -65,8 +76,8 @@
 //!   folding, locale or trailing-space rules; CHAR(n) padding belongs to the table layer.
 //! - No SQL equality for floats: `-0.0` and `+0.0` (and different NaNs) are different keys.
 //!   A caller that wants them equal normalises them before encoding.
-//! - No compact forms: no variable-length integers and no tagless NOT NULL fields (one tag
-//!   byte per field is the price of a single scheme).
+//! - No tagless NOT NULL fields other than integers: strings, floats and booleans keep one
+//!   tag byte per field, the price of a single scheme.
 //! - No DECIMAL or TIMESTAMP types: the table layer stores them as scaled `I64`.
 //! - No prefix truncation or key compression: that is the page's business.
 //!
@@ -90,7 +101,22 @@ const ESCAPED_END: u8 = 0x00;
 /// Second byte after [`ESCAPE`]: a literal `00` byte.
 const ESCAPED_ZERO: u8 = 0xFF;
 
+/// Header of a negative integer whose payload is `n` bytes: `INT_NEG_BASE - n`, `01`–`08`
+/// (the more bytes, the more negative, the smaller).
+const INT_NEG_BASE: u8 = 0x09;
+/// Header of a small non-negative integer `v` (no payload): `INT_SMALL_BASE + v`, `09`–`F6`.
+const INT_SMALL_BASE: u8 = 0x09;
+/// The largest integer that is its header alone.
+const INT_SMALL_MAX: u64 = 0xF6 - INT_SMALL_BASE as u64;
+/// Header of a larger non-negative integer whose payload is `n` bytes: `INT_LARGE_BASE + n`,
+/// `F7`–`FE`. `FF` is no header.
+const INT_LARGE_BASE: u8 = 0xF6;
+
 const _: () = assert!(TAG_NULL < TAG_PRESENT, "NULL must sort first (invariant 1)");
+const _: () = assert!(
+    TAG_NULL < INT_NEG_BASE - 8 && INT_LARGE_BASE + 8 < 0xFF,
+    "integer headers lie strictly between NULL and FF (invariant 1)"
+);
 const _: () = assert!(
     ESCAPED_END < ESCAPED_ZERO,
     "a prefix must sort first (invariant 2)"
@@ -252,6 +278,39 @@ fn put_tag(out: &mut Vec<u8>, dir: Direction) {
     out.push(TAG_PRESENT ^ dir.mask());
 }
 
+/// Bytes of the shortest big-endian form of `v`, 1 to 8 (1 for 0).
+#[inline]
+fn int_bytes(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(8)
+}
+
+/// Appends a non-negative integer (layout table, integer rows): one header byte for
+/// `0..=INT_SMALL_MAX`, else a header naming the payload's length and the shortest
+/// big-endian payload.
+#[inline]
+fn put_uint(out: &mut Vec<u8>, v: u64, mask: u8) {
+    if v <= INT_SMALL_MAX {
+        out.push((INT_SMALL_BASE + v as u8) ^ mask);
+        return;
+    }
+    let n = int_bytes(v);
+    out.push((INT_LARGE_BASE + n as u8) ^ mask);
+    put(out, &v.to_be_bytes()[8 - n..], mask);
+}
+
+/// Appends a signed integer (layout table, integer rows): a non-negative one as
+/// [`put_uint`]; a negative one as a header that falls as its length grows and the low
+/// bytes of its two's complement, as few as keep `!v` (that is `-v - 1`).
+#[inline]
+fn put_int(out: &mut Vec<u8>, v: i64, mask: u8) {
+    if v >= 0 {
+        return put_uint(out, v as u64, mask);
+    }
+    let n = int_bytes(!(v as u64));
+    out.push((INT_NEG_BASE - n as u8) ^ mask);
+    put(out, &(v as u64).to_be_bytes()[8 - n..], mask);
+}
+
 /// The order-preserving bits of a float (layout table, `F64` row): positive values get the
 /// sign bit set so they sort above negatives; negative values are inverted so that a larger
 /// magnitude sorts lower.
@@ -300,22 +359,10 @@ pub fn encode_value(out: &mut Vec<u8>, value: &KeyValue, dir: Direction) {
             put_tag(out, dir);
             out.push(u8::from(*v) ^ mask);
         }
-        KeyValue::U32(v) => {
-            put_tag(out, dir);
-            put(out, &v.to_be_bytes(), mask);
-        }
-        KeyValue::U64(v) => {
-            put_tag(out, dir);
-            put(out, &v.to_be_bytes(), mask);
-        }
-        KeyValue::I32(v) => {
-            put_tag(out, dir);
-            put(out, &((*v as u32) ^ (1 << 31)).to_be_bytes(), mask);
-        }
-        KeyValue::I64(v) => {
-            put_tag(out, dir);
-            put(out, &((*v as u64) ^ (1 << 63)).to_be_bytes(), mask);
-        }
+        KeyValue::U32(v) => put_uint(out, u64::from(*v), mask),
+        KeyValue::U64(v) => put_uint(out, *v, mask),
+        KeyValue::I32(v) => put_int(out, i64::from(*v), mask),
+        KeyValue::I64(v) => put_int(out, *v, mask),
         KeyValue::F64(v) => {
             put_tag(out, dir);
             put(out, &f64_to_ordered(*v).to_be_bytes(), mask);
@@ -549,48 +596,105 @@ impl<'a> Decoder<'a> {
     pub fn next_field(&mut self, field: impl Into<Field>) -> Result<KeyValue> {
         let Field { ty, dir } = field.into();
         let mask = dir.mask();
-        let value = match self.byte(mask, "tag")? {
-            TAG_NULL => KeyValue::Null,
-            TAG_PRESENT => match ty {
-                KeyType::Bool => match self.byte(mask, "bool")? {
-                    0 => KeyValue::Bool(false),
-                    1 => KeyValue::Bool(true),
-                    b => return Err(self.error(format!("bool byte {b:#04x} is not 0 or 1"))),
-                },
-                KeyType::U32 => KeyValue::U32(u32::from_be_bytes(self.array(mask, "u32")?)),
-                KeyType::U64 => KeyValue::U64(u64::from_be_bytes(self.array(mask, "u64")?)),
-                KeyType::I32 => {
-                    let u = u32::from_be_bytes(self.array(mask, "i32")?);
-                    KeyValue::I32((u ^ (1 << 31)) as i32)
-                }
-                KeyType::I64 => {
-                    let u = u64::from_be_bytes(self.array(mask, "i64")?);
-                    KeyValue::I64((u ^ (1 << 63)) as i64)
-                }
-                KeyType::F64 => {
-                    let u = u64::from_be_bytes(self.array(mask, "f64")?);
-                    KeyValue::F64(f64_from_ordered(u))
-                }
-                KeyType::Bytes => KeyValue::Bytes(self.escaped(mask)?),
-                KeyType::Str => {
-                    let start = self.pos;
-                    let bytes = self.escaped(mask)?;
-                    match String::from_utf8(bytes) {
-                        Ok(s) => KeyValue::Str(s),
-                        Err(e) => {
-                            self.pos = start;
-                            return Err(self.error(format!("string is not UTF-8: {e}")));
-                        }
-                    }
-                }
-            },
-            tag => {
+        let tag = self.byte(mask, "tag")?;
+        let value = match ty {
+            _ if tag == TAG_NULL => KeyValue::Null,
+            KeyType::U32 | KeyType::U64 | KeyType::I32 | KeyType::I64 => {
+                self.integer(tag, ty, mask)?
+            }
+            _ if tag != TAG_PRESENT => {
                 self.pos -= 1;
                 return Err(self.error(format!("tag {tag:#04x} is neither NULL nor present")));
+            }
+            KeyType::Bool => match self.byte(mask, "bool")? {
+                0 => KeyValue::Bool(false),
+                1 => KeyValue::Bool(true),
+                b => return Err(self.error(format!("bool byte {b:#04x} is not 0 or 1"))),
+            },
+            KeyType::F64 => {
+                let u = u64::from_be_bytes(self.array(mask, "f64")?);
+                KeyValue::F64(f64_from_ordered(u))
+            }
+            KeyType::Bytes => KeyValue::Bytes(self.escaped(mask)?),
+            KeyType::Str => {
+                let start = self.pos;
+                let bytes = self.escaped(mask)?;
+                match String::from_utf8(bytes) {
+                    Ok(s) => KeyValue::Str(s),
+                    Err(e) => {
+                        self.pos = start;
+                        return Err(self.error(format!("string is not UTF-8: {e}")));
+                    }
+                }
             }
         };
         self.field_index += 1;
         Ok(value)
+    }
+
+    /// The rest of an integer field of type `ty` (one of the four integer types) whose
+    /// header, unmasked, is `header` (layout table, integer rows): its payload, checked to
+    /// be the shortest (invariant 3) and in the type's range.
+    fn integer(&mut self, header: u8, ty: KeyType, mask: u8) -> Result<KeyValue> {
+        // (value, payload bytes stored, payload bytes of its shortest form)
+        let (value, stored, shortest): (i128, usize, usize) = match header {
+            h if h < INT_NEG_BASE => {
+                if !matches!(ty, KeyType::I32 | KeyType::I64) {
+                    self.pos -= 1;
+                    return Err(self.error(format!(
+                        "header {h:#04x} of a negative integer in an unsigned field"
+                    )));
+                }
+                let n = usize::from(INT_NEG_BASE - h);
+                let low = self.uint(n, mask)?;
+                // The bytes above the payload are all ones in two's complement.
+                let v = (low | u64::MAX.checked_shl(8 * n as u32).unwrap_or(0)) as i64;
+                if v >= 0 {
+                    // Only an 8-byte payload can say so: its top bit is clear.
+                    return Err(self.error(format!("negative header {h:#04x} on {v}")));
+                }
+                (i128::from(v), n, int_bytes(!(v as u64)))
+            }
+            h if h <= INT_LARGE_BASE => (i128::from(h - INT_SMALL_BASE), 0, 0),
+            h if h < 0xFF => {
+                let n = usize::from(h - INT_LARGE_BASE);
+                let v = self.uint(n, mask)?;
+                let shortest = if v <= INT_SMALL_MAX { 0 } else { int_bytes(v) };
+                (i128::from(v), n, shortest)
+            }
+            h => {
+                self.pos -= 1;
+                return Err(self.error(format!("integer header {h:#04x}")));
+            }
+        };
+        if stored != shortest {
+            return Err(self.error(format!(
+                "integer {value} in {stored} payload bytes, not its shortest form of {shortest}"
+            )));
+        }
+        let value_of = match ty {
+            KeyType::U32 => u32::try_from(value).ok().map(KeyValue::U32),
+            KeyType::U64 => u64::try_from(value).ok().map(KeyValue::U64),
+            KeyType::I32 => i32::try_from(value).ok().map(KeyValue::I32),
+            _ => i64::try_from(value).ok().map(KeyValue::I64),
+        };
+        value_of.ok_or_else(|| self.error(format!("integer {value} is out of range for {ty:?}")))
+    }
+
+    /// The next `n` bytes (1 to 8), unmasked, as a big-endian number.
+    fn uint(&mut self, n: usize, mask: u8) -> Result<u64> {
+        let rest = self.remaining();
+        if rest.len() < n {
+            return Err(self.error(format!(
+                "key ends inside an integer: {n} bytes needed, {} left",
+                rest.len()
+            )));
+        }
+        let v = rest[..n]
+            .iter()
+            .fold(0u64, |v, b| (v << 8) | u64::from(b ^ mask));
+        self.pos += n;
+        Ok(v)
     }
 
     /// A corruption error at the current field and offset.

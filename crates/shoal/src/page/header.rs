@@ -24,7 +24,7 @@ use crate::types::{Lsn, PageId};
 /// Size of the common page header in bytes. Type-specific headers follow it.
 pub const HEADER_SIZE: usize = 32;
 /// Current page format version; bumped on any change of page layout.
-pub const PAGE_FORMAT_VERSION: u16 = 4;
+pub const PAGE_FORMAT_VERSION: u16 = 5;
 
 /// The reason given for a page of format `version` where [`PAGE_FORMAT_VERSION`] was
 /// expected: it says which build wrote it, and that there is no upgrade yet

@@ -73,6 +73,16 @@ fn present(ty: KeyType) -> BoxedStrategy<KeyValue> {
         KeyType::U32 => prop_oneof![
             prop::sample::select(vec![0, 1, 1 << 31, u32::MAX - 1, u32::MAX]),
             0u32..4,
+            prop::sample::select(vec![
+                237,
+                238,
+                255,
+                256,
+                0xFFFF,
+                0x1_0000,
+                0xFF_FFFF,
+                1 << 24
+            ]),
             any::<u32>(),
         ]
         .prop_map(KeyValue::U32)
@@ -80,6 +90,7 @@ fn present(ty: KeyType) -> BoxedStrategy<KeyValue> {
         KeyType::U64 => prop_oneof![
             prop::sample::select(vec![0, 1, 1 << 63, u64::MAX - 1, u64::MAX]),
             0u64..4,
+            prop::sample::select(vec![237, 238, 255, 256, 1 << 32, (1 << 56) - 1, 1 << 56]),
             any::<u64>(),
         ]
         .prop_map(KeyValue::U64)
@@ -87,6 +98,9 @@ fn present(ty: KeyType) -> BoxedStrategy<KeyValue> {
         KeyType::I32 => prop_oneof![
             prop::sample::select(vec![i32::MIN, i32::MIN + 1, -1, 0, 1, i32::MAX]),
             -3i32..3,
+            prop::sample::select(vec![
+                -257, -256, -255, 237, 238, -0x1_0000, -0x1_0001, 0xFFFF
+            ]),
             any::<i32>(),
         ]
         .prop_map(KeyValue::I32)
@@ -94,6 +108,15 @@ fn present(ty: KeyType) -> BoxedStrategy<KeyValue> {
         KeyType::I64 => prop_oneof![
             prop::sample::select(vec![i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX]),
             -3i64..3,
+            prop::sample::select(vec![
+                -257,
+                -256,
+                237,
+                238,
+                -(1 << 55),
+                -(1 << 55) - 1,
+                1 << 40
+            ]),
             any::<i64>(),
         ]
         .prop_map(KeyValue::I64)
@@ -283,16 +306,32 @@ fn assert_strictly_ascending(values: &[KeyValue]) {
 #[test]
 fn layout_matches_the_table() {
     let key = KeyBuilder::new().u64(5).str("a\0b").null().finish();
-    assert_eq!(
-        key,
-        [1, 0, 0, 0, 0, 0, 0, 0, 5, 1, b'a', 0, 0xFF, b'b', 0, 0, 0]
-    );
+    assert_eq!(key, [0x0E, 1, b'a', 0, 0xFF, b'b', 0, 0, 0]);
     assert_eq!(KeyBuilder::new().bool(true).finish(), [1, 1]);
-    assert_eq!(KeyBuilder::new().u32(0x0102_0304).finish(), [1, 1, 2, 3, 4]);
-    assert_eq!(KeyBuilder::new().i32(0).finish(), [1, 0x80, 0, 0, 0]);
+    // Integers: the header alone up to 237, then a header naming the payload's length.
     assert_eq!(
-        KeyBuilder::new().i32(-1).finish(),
-        [1, 0x7F, 0xFF, 0xFF, 0xFF]
+        KeyBuilder::new().u32(0x0102_0304).finish(),
+        [0xFA, 1, 2, 3, 4]
+    );
+    assert_eq!(KeyBuilder::new().i32(0).finish(), [0x09]);
+    assert_eq!(KeyBuilder::new().i32(237).finish(), [0xF6]);
+    assert_eq!(KeyBuilder::new().i32(238).finish(), [0xF7, 238]);
+    assert_eq!(KeyBuilder::new().i32(256).finish(), [0xF8, 1, 0]);
+    assert_eq!(KeyBuilder::new().i32(-1).finish(), [0x08, 0xFF]);
+    assert_eq!(KeyBuilder::new().i32(-256).finish(), [0x08, 0x00]);
+    assert_eq!(KeyBuilder::new().i32(-257).finish(), [0x07, 0xFE, 0xFF]);
+    assert_eq!(
+        KeyBuilder::new().i64(i64::MIN).finish(),
+        [0x01, 0x80, 0, 0, 0, 0, 0, 0, 0]
+    );
+    assert_eq!(
+        KeyBuilder::new().u64(u64::MAX).finish(),
+        [0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+    );
+    // The same value has the same bytes whatever its integer type.
+    assert_eq!(
+        KeyBuilder::new().u64(70_000).finish(),
+        KeyBuilder::new().i32(70_000).finish()
     );
     assert_eq!(
         KeyBuilder::new().f64(0.0).finish(),
@@ -304,10 +343,8 @@ fn layout_matches_the_table() {
     );
     assert_eq!(KeyBuilder::new().str("").finish(), [1, 0, 0]);
     // Descending: every byte inverted, tag included.
-    assert_eq!(
-        KeyBuilder::new().desc().u32(1).finish(),
-        [0xFE, 0xFF, 0xFF, 0xFF, 0xFE]
-    );
+    assert_eq!(KeyBuilder::new().desc().u32(1).finish(), [!0x0A]);
+    assert_eq!(KeyBuilder::new().desc().u32(300).finish(), [!0xF8, !1, !44]);
     assert_eq!(KeyBuilder::new().desc().null().finish(), [0xFF]);
     assert_eq!(
         KeyBuilder::new().desc().bytes(&[0]).finish(),
@@ -463,10 +500,39 @@ fn corruption_reason(r: Result<Vec<KeyValue>>) -> (PageId, String) {
 
 #[test]
 fn malformed_keys_are_corruption_errors() {
-    let cases: [(&[u8], KeyType, &str); 9] = [
+    let cases: [(&[u8], KeyType, &str); 20] = [
         (&[], KeyType::U64, "before the tag"),
-        (&[1, 0, 0], KeyType::U64, "ends inside a u64"),
-        (&[2], KeyType::I32, "tag 0x02"),
+        (&[0xFA, 0, 0], KeyType::U64, "ends inside an integer"),
+        (&[0x01, 0xFF], KeyType::I64, "ends inside an integer"),
+        (&[0xFF], KeyType::I32, "integer header 0xff"),
+        (
+            &[0x08, 0x80],
+            KeyType::U32,
+            "negative integer in an unsigned field",
+        ),
+        // Not the shortest form (invariant 3): 5 in a payload byte, 255 in two, -1 in two.
+        (&[0xF7, 5], KeyType::I32, "not its shortest form"),
+        (&[0xF8, 0, 0xFF], KeyType::U64, "not its shortest form"),
+        (&[0x07, 0xFF, 0xFF], KeyType::I64, "not its shortest form"),
+        (
+            &[0x01, 0, 0, 0, 0, 0, 0, 0, 0],
+            KeyType::I64,
+            "negative header 0x01 on 0",
+        ),
+        // Out of the type's range.
+        (&[0xFB, 1, 0, 0, 0, 0], KeyType::U32, "out of range for U32"),
+        (&[0xFA, 0x80, 0, 0, 0], KeyType::I32, "out of range for I32"),
+        (
+            &[0x04, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF],
+            KeyType::I32,
+            "out of range for I32",
+        ),
+        (
+            &[0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0],
+            KeyType::I64,
+            "out of range for I64",
+        ),
+        (&[2], KeyType::Str, "tag 0x02"),
         (&[1, 2], KeyType::Bool, "bool byte 0x02"),
         (&[1, b'a', 0, 1], KeyType::Bytes, "bad escape"),
         (&[1, b'a'], KeyType::Str, "no terminator"),
@@ -508,7 +574,7 @@ fn decoder_reads_a_prefix() {
         .finish();
     let mut d = Decoder::new(&key);
     assert_eq!(d.next_field(KeyType::I32).unwrap(), KeyValue::I32(-5));
-    assert_eq!(d.remaining().len(), key.len() - 5);
+    assert_eq!(d.remaining().len(), key.len() - 2);
     assert!(d.clone().finish().is_err());
     assert_eq!(
         d.next_field(KeyType::Str.desc()).unwrap(),
