@@ -333,9 +333,11 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// is compared first (btree rule 17), so a key past the run — an insert in ascending
     /// order, or the descent of one — is placed with one comparison instead of a bisection
     /// of the run. TPC-C's order lines are such keys: in a leaf that holds the end of one
-    /// district's lines and the start of the next's, the hints hold the district number and
-    /// the order number's high bytes, so the district's lines make one run that each new
-    /// line extends; that cut New-Order's instructions by 4 %.
+    /// district's lines and the start of the next's, the hints hold the district and order
+    /// numbers, so one order's lines make one run that each new line extends. (With the
+    /// fixed-width integer keys of page format 4 the hints held only the order number's
+    /// high bytes, so a whole district's lines made one run; this cut New-Order's
+    /// instructions by 4 % then.)
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
         self.search_in_runs::<true>(key)
     }

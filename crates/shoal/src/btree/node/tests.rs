@@ -181,9 +181,10 @@ fn search_places_keys_outside_a_long_prefix_in_sorted_order() {
     }
 }
 
-/// Keys laid out as TPC-C's order lines in a leaf that holds the end of one district
-/// and the start of the next: the hints (four bytes past the fences' prefix) hold the
-/// district and the order's high bytes only, so each district's lines make one run.
+/// Keys laid out as TPC-C's order lines were with fixed-width integer fields (page format
+/// 4), in a leaf that holds the end of one district and the start of the next: the hints
+/// (four bytes past the fences' prefix) hold the district and the order's high bytes
+/// only, so each district's lines make one long run.
 /// Both forms of the search (the one that tries a run's last entry first, rule 17, and
 /// the scan's) place every key, and every probe before, inside, at the end of and past
 /// a run, as a binary search of the sorted keys does.
