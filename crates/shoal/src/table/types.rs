@@ -158,13 +158,8 @@ pub(super) fn pow10(exp: u8) -> i64 {
 
 /// Number of decimal digits of `|v|` (0 for 0).
 pub(super) fn digit_count(v: i64) -> u32 {
-    let mut u = v.unsigned_abs();
-    let mut n = 0;
-    while u != 0 {
-        u /= 10;
-        n += 1;
-    }
-    n
+    // `ilog10` compares against powers of ten instead of dividing once per digit.
+    v.unsigned_abs().checked_ilog10().map_or(0, |l| l + 1)
 }
 
 /// An exact decimal number: `units × 10^-scale`, with `units` an `i64` and `scale <= 18`.
@@ -391,6 +386,24 @@ impl fmt::Display for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digit_count_counts_decimal_digits() {
+        let cases = [
+            (0, 0),
+            (1, 1),
+            (-9, 1),
+            (10, 2),
+            (-99, 2),
+            (123_456, 6),
+            (999_999_999_999_999_999, 18),
+            (i64::MAX, 19),
+            (i64::MIN, 19),
+        ];
+        for (v, want) in cases {
+            assert_eq!(digit_count(v), want, "{v}");
+        }
+    }
 
     #[test]
     fn decimal_parse_display_rescale() {
