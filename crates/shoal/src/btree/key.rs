@@ -66,7 +66,9 @@
 //!    distinct keys) and [`decode`] accepts exactly the encodings: any other byte string is an
 //!    error, so `decode(b) == Ok(v)` implies that encoding `v` gives back `b`.
 //! 4. **Schema outside.** Keys carry no type information beyond NULL; bytes from keys of
-//!    different field types compare meaninglessly, and decoding needs the types.
+//!    different field types compare meaninglessly (except among the four integer types,
+//!    which share one form: a value has the same bytes whatever its integer type), and
+//!    decoding needs the types.
 //! 5. **Prefix ranges.** Every key that starts with `p` lies in
 //!    `[p, prefix_successor(p))` (an unbounded range when [`prefix_successor`] is `None`).
 //!
@@ -76,16 +78,18 @@
 //!   folding, locale or trailing-space rules; CHAR(n) padding belongs to the table layer.
 //! - No SQL equality for floats: `-0.0` and `+0.0` (and different NaNs) are different keys.
 //!   A caller that wants them equal normalises them before encoding.
-//! - No tagless NOT NULL fields other than integers: strings, floats and booleans keep one
-//!   tag byte per field, the price of a single scheme.
+//! - No tagless NOT NULL fields: strings, floats and booleans keep a tag byte before their
+//!   payload, the price of a single scheme; integers fold theirs into the length header.
 //! - No DECIMAL or TIMESTAMP types: the table layer stores them as scaled `I64`.
 //! - No prefix truncation or key compression: that is the page's business.
 //!
 //! # Sources
 //!
 //! The escape (`00` as `00 FF`) follows the FoundationDB tuple layer and CockroachDB's key
-//! encoding, and the signed and floating-point transforms are the usual memcomparable ones
-//! (MySQL/MyRocks); the float order is IEEE 754-2008 §5.10 `totalOrder`. The code is ours.
+//! encoding; the integers' length header follows the order-preserving varints of SQLite4's
+//! key encoding and CockroachDB's `EncodeVarintAscending` (our header ranges differ); the
+//! floating-point transform is the usual memcomparable one (MySQL/MyRocks), and the float
+//! order is IEEE 754-2008 §5.10 `totalOrder`. The code is ours.
 
 use crate::error::{Error, Result};
 use crate::types::PageId;

@@ -123,8 +123,9 @@ pub fn decode_key(def: &TableDef, columns: &[usize], key: &[u8]) -> Result<Vec<V
     Ok(values)
 }
 
-/// Bytes of the longest fixed-width key field (a tag and 8 value bytes): keys are allocated
-/// for this many per column, so a key of fixed-width columns is built in one allocation.
+/// Bytes of the longest fixed-width key field (an `F64`'s tag and 8 bytes, or an integer's
+/// header and 8-byte payload): keys are allocated for this many per column, so a key of
+/// fixed-width columns is built in one allocation.
 const FIXED_FIELD_BYTES: usize = 9;
 
 /// What an insert stores for one row: its primary key, its encoded bytes, and its key in each
