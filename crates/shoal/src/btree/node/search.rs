@@ -298,6 +298,19 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 r.len()
             )));
         }
+        if end <= 8 {
+            // The shared bytes and the prefix before them fit one word: compare the first
+            // `end` bytes of both as big-endian numbers, zero-padded (the prefix bytes are
+            // equal, so only the shared ones can differ). A key that ends inside them,
+            // matching so far, has zeros where entry 0 has its bytes: equal numbers or a
+            // smaller one, both `Less`.
+            let kn = key.len().min(end);
+            let entry = self.s.page().head_be(r.start, end);
+            return Ok(match key.head_be(0, kn).cmp(&entry) {
+                Ordering::Equal if kn < end => Ordering::Less,
+                o => o,
+            });
+        }
         // The caller placed `key` against the prefix, so it is at least that long.
         let from = self.prefix_len.min(key.len());
         Ok(self.cmp_from(&r, key, from, end).reverse())
