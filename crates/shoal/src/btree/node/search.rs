@@ -211,28 +211,50 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(self.cmp_from(&r, p.key, 8, usize::MAX))
     }
 
-    /// Length of the common prefix of the key at page bytes `r` and `key`, at most `end`,
-    /// counting bytes `[0, from)` as equal (the caller knows they are; `from` is at most
-    /// both lengths): compared in place, 8 bytes at a time as big-endian words.
-    fn common_from(&self, r: &Range<usize>, key: &[u8], from: usize, end: usize) -> usize {
+    /// The first 8-byte words in which the key at page bytes `r` and `key`, both cut at
+    /// `end` bytes, differ, compared from byte `from` on (the caller knows bytes
+    /// `[0, from)` are equal; `from` is at most both lengths): `Err(n)` if they agree on
+    /// their first `n = min(lengths, end)` bytes, else `Ok((at, x, y))`, the words from
+    /// byte `at` as big-endian numbers. Each word holds the same number of real bytes and
+    /// zeros after them, so the first set bit of `x ^ y` lies in the first differing byte
+    /// and `x.cmp(&y)` is the order of that byte.
+    #[inline(always)]
+    fn first_difference(
+        &self,
+        r: &Range<usize>,
+        key: &[u8],
+        from: usize,
+        end: usize,
+    ) -> std::result::Result<(usize, u64, u64), usize> {
         let page = self.s.page();
         let n = r.len().min(key.len()).min(end);
         let mut at = from;
         while at < n {
             let m = (n - at).min(8);
-            // Both heads are zero past `m` bytes, so the first set bit of their difference
-            // lies in the first differing byte.
-            let diff = page.head_be(r.start + at, m) ^ key[at..].head_be(0, m);
-            if diff != 0 {
-                return at + (diff.leading_zeros() / 8) as usize;
+            let (x, y) = (page.head_be(r.start + at, m), key[at..].head_be(0, m));
+            if x != y {
+                return Ok((at, x, y));
             }
             at += m;
         }
-        at
+        Err(at)
+    }
+
+    /// Length of the common prefix of the key at page bytes `r` and `key`, at most `end`,
+    /// counting bytes `[0, from)` as equal ([`Node::first_difference`]): compared in place,
+    /// 8 bytes at a time as big-endian words.
+    fn common_from(&self, r: &Range<usize>, key: &[u8], from: usize, end: usize) -> usize {
+        match self.first_difference(r, key, from, end) {
+            Ok((at, x, y)) => at + ((x ^ y).leading_zeros() / 8) as usize,
+            Err(n) => n,
+        }
     }
 
     /// Compares the key at page bytes `r` with `key`, both cut at `end` bytes, as `[u8]`
-    /// does; bytes `[0, from)` count as equal ([`Node::common_from`]).
+    /// does; bytes `[0, from)` count as equal ([`Node::first_difference`]). The first
+    /// differing words decide, without finding the byte in them. Inlined: out of line, a
+    /// `lookup-resident` lookup ran 13 instructions more (callgrind, 3,637 against 3,624).
+    #[inline(always)]
     pub(super) fn cmp_from(
         &self,
         r: &Range<usize>,
@@ -240,12 +262,9 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         from: usize,
         end: usize,
     ) -> Ordering {
-        let (a, b) = (r.len().min(end), key.len().min(end));
-        let c = self.common_from(r, key, from, end);
-        if c < a && c < b {
-            self.s.page().u8_at(r.start + c).cmp(&key[c])
-        } else {
-            a.cmp(&b)
+        match self.first_difference(r, key, from, end) {
+            Ok((_, x, y)) => x.cmp(&y),
+            Err(_) => r.len().min(end).cmp(&key.len().min(end)),
         }
     }
 
@@ -297,19 +316,6 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 "entry 0 ({} bytes) is shorter than the hint offset {end}",
                 r.len()
             )));
-        }
-        if end <= 8 {
-            // The shared bytes and the prefix before them fit one word: compare the first
-            // `end` bytes of both as big-endian numbers, zero-padded (the prefix bytes are
-            // equal, so only the shared ones can differ). A key that ends inside them,
-            // matching so far, has zeros where entry 0 has its bytes: equal numbers or a
-            // smaller one, both `Less`.
-            let kn = key.len().min(end);
-            let entry = self.s.page().head_be(r.start, end);
-            return Ok(match key.head_be(0, kn).cmp(&entry) {
-                Ordering::Equal if kn < end => Ordering::Less,
-                o => o,
-            });
         }
         // The caller placed `key` against the prefix, so it is at least that long.
         let from = self.prefix_len.min(key.len());
