@@ -164,7 +164,9 @@
 //!     slot and record lines are fetched together with the leaf's header instead of after
 //!     it. Only X-latch holders set a summary (an insert or update when it has drifted, a
 //!     split for both halves), so readers still write nothing; a stale summary fetches
-//!     wrong lines of the same page, nothing else.
+//!     wrong lines of the same page, nothing else. A point read whose descent so
+//!     prefetched the leaf's lines searches it without prefetching them again
+//!     (`Node::search_prefetched`).
 //!
 //! ## What recovery does with an interrupted structure change
 //! Redo repeats history, so after redo the pages hold whatever prefix of the split's

@@ -123,10 +123,11 @@ pub(crate) fn max_entry_bytes(page_size: usize) -> usize {
 /// prefix, a smaller hint means a smaller key; equal hints decide nothing.
 #[inline]
 pub(crate) fn hint_of(key: &[u8], prefix_len: usize) -> u32 {
-    let rest = key.get(prefix_len..).unwrap_or(&[]);
-    let n = rest.len().min(HINT_BYTES);
-    // The first n bytes as the high bytes of a big-endian u32 (HINT_BYTES is 4).
-    (crate::page::bytes::slice_head_be(rest, 0, n) >> 32) as u32
+    let at = prefix_len.min(key.len());
+    let n = (key.len() - at).min(HINT_BYTES);
+    // The n bytes at `at` as the high bytes of a big-endian u32 (HINT_BYTES is 4), read in
+    // `key` itself so that a key of 8 bytes or more takes one load.
+    (crate::page::bytes::slice_head_be(key, at, n) >> 32) as u32
 }
 
 /// Where the hints of a node with prefix `prefix_len` start (module doc, "Search keys",

@@ -124,6 +124,9 @@ pub(crate) enum Seek<'k> {
 pub(crate) struct Path<'p> {
     pub(crate) parent: Option<OptimisticPage<'p>>,
     pub(crate) node: OptimisticPage<'p>,
+    /// True if the descent prefetched `node`'s search lines from its search summary
+    /// (`node::summary::prefetch`), so its search need not prefetch them again.
+    pub(crate) prefetched: bool,
 }
 
 /// What [`BTree::read_leaf_entry`] read: the key's entry number and stored value (`None`:
@@ -517,6 +520,7 @@ impl BTree {
         let mut parent: Option<OptimisticPage<'_>> = None;
         let mut node = self.pool.fix_optimistic(self.root)?;
         let mut expect: Option<u16> = None;
+        let mut prefetched = false;
         loop {
             let step = {
                 let b = node.bytes();
@@ -526,13 +530,20 @@ impl BTree {
                 return Ok(Attempt::Restart);
             }
             let Some((child, child_level)) = step? else {
-                return Ok(Attempt::Done(Path { parent, node }));
+                return Ok(Attempt::Done(Path {
+                    parent,
+                    node,
+                    prefetched,
+                }));
             };
             // The child's search summary, from its frame descriptor, starts the misses of
             // the child's search alongside those of its first lines (`node::summary`).
-            let c = match self.pool.fix_optimistic_with(child, |s, page| match seek {
-                Seek::Key(k) | Seek::Before(k) => node::summary::prefetch(s, k, page),
-                Seek::Last => {}
+            prefetched = false;
+            let c = match self.pool.fix_optimistic_with(child, |s, page| {
+                prefetched = match seek {
+                    Seek::Key(k) | Seek::Before(k) => node::summary::prefetch(s, k, page),
+                    Seek::Last => false,
+                }
             }) {
                 Ok(c) => c,
                 Err(e) => {
@@ -630,7 +641,7 @@ impl BTree {
             let Attempt::Done(path) = self.descend(Seek::Key(key), 0)? else {
                 continue;
             };
-            let leaf = path.node;
+            let (leaf, prefetched) = (path.node, path.prefetched);
             let pid = leaf.page_id().0;
             let conf = match hint.tree == tree && hint.pid == pid {
                 true => (hint.conf + 1).min(READ_HINT_CONF_MAX),
@@ -650,7 +661,11 @@ impl BTree {
                 let b = leaf.bytes();
                 let status = (|| -> Result<()> {
                     let n = Node::open(&b)?;
-                    if let Ok(i) = n.search(key)? {
+                    let found = match prefetched {
+                        true => n.search_prefetched(key)?,
+                        false => n.search(key)?,
+                    };
+                    if let Ok(i) = found {
                         entry = Some((i, n.stored_value(i)?));
                     }
                     Ok(())

@@ -157,6 +157,13 @@ pub(crate) fn slice_head_be(bytes: &[u8], offset: usize, n: usize) -> u64 {
         // n is 1..=8, so the shift is 0..=56.
         return word & (u64::MAX << ((8 - n) * 8));
     }
+    if let Some(back) = bytes.len().checked_sub(8) {
+        // Fewer than 8 bytes follow `offset`, but the slice has 8: read its last 8 bytes
+        // (one load) and shift the `offset - back` (1..=7) bytes before `offset` out.
+        let w = &bytes[back..];
+        let word = u64::from_be_bytes(w.try_into().expect("8 bytes"));
+        return (word << ((offset - back) * 8)) & (u64::MAX << ((8 - n) * 8));
+    }
     let mut head = 0u64;
     for (i, &b) in src.iter().enumerate() {
         head |= u64::from(b) << (56 - 8 * i);

@@ -13,17 +13,24 @@ use super::*;
 /// node computed once.
 pub(super) struct Probe<'k> {
     key: &'k [u8],
-    head: u64,
-    hint: u32,
+    pub(super) head: u64,
+    pub(super) hint: u32,
 }
 
 impl<'k> Probe<'k> {
-    pub(super) fn new(key: &'k [u8], prefix_len: usize) -> Self {
-        Probe {
-            key,
-            head: key.head_be(0, key.len().min(8)),
-            hint: hint_of(key, prefix_len),
-        }
+    /// `hint_offset` is the node's (invariant H), in bytes.
+    #[inline(always)]
+    pub(super) fn new(key: &'k [u8], hint_offset: usize) -> Self {
+        let head = key.head_be(0, key.len().min(8));
+        // The hint's bytes lie in the head when they end by byte 8, or when the key does
+        // (the head is zero-padded past the key's end, as a hint is): then the hint is the
+        // head shifted, with no second read of the key.
+        let hint = if hint_offset + HINT_BYTES <= 8 || (key.len() <= 8 && hint_offset < 8) {
+            ((head << (8 * hint_offset)) >> 32) as u32
+        } else {
+            hint_of(key, hint_offset)
+        };
+        Probe { key, head, hint }
     }
 }
 
@@ -231,7 +238,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         let mut at = from;
         while at < n {
             let m = (n - at).min(8);
-            let (x, y) = (page.head_be(r.start + at, m), key[at..].head_be(0, m));
+            let (x, y) = (page.head_be(r.start + at, m), key.head_be(at, m));
             if x != y {
                 return Ok((at, x, y));
             }
@@ -301,14 +308,15 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(self.cmp_from(&prefix, key, n, p).reverse())
     }
 
-    /// Compares `key`'s bytes `[prefix_len, hint_offset)` with those every entry shares
-    /// (invariant H; read from entry 0, so the node must have one): `Less` (`Greater`) if
-    /// `key` sorts before (after) every entry, `Equal` if it has those bytes. A key that
-    /// ends inside them, matching so far, is `Less`.
+    /// Compares the probe key's bytes `[prefix_len, hint_offset)` with those every entry
+    /// shares (invariant H; read from entry 0, so the node must have one): `Less`
+    /// (`Greater`) if the key sorts before (after) every entry, `Equal` if it has those
+    /// bytes. A key that ends inside them, matching so far, is `Less`. The caller has found
+    /// the key to have the node's prefix (bytes `[0, prefix_len)`).
     ///
     /// # Errors
     /// [`Error::Corruption`] if entry 0 is shorter than the hint offset.
-    fn cmp_shared(&self, key: &[u8]) -> Result<Ordering> {
+    fn cmp_shared(&self, p: &Probe<'_>) -> Result<Ordering> {
         let (_, r) = self.ranges(0)?;
         let end = self.hint_offset;
         if r.len() < end {
@@ -316,6 +324,14 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 "entry 0 ({} bytes) is shorter than the hint offset {end}",
                 r.len()
             )));
+        }
+        let key = p.key;
+        if (1..=8).contains(&end) && key.len() >= end {
+            // Both keys' bytes `[0, end)` lie in their heads, and the first `prefix_len` of
+            // them are equal: one comparison of two masked heads orders the rest (a key
+            // shorter than `end` takes the general path, which ranks it below).
+            let mask = u64::MAX << (8 * (8 - end));
+            return Ok((p.head & mask).cmp(&self.s.page().head_be(r.start, end)));
         }
         // The caller placed `key` against the prefix, so it is at least that long.
         let from = self.prefix_len.min(key.len());
@@ -358,7 +374,22 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// high bytes, so a whole district's lines made one run; this cut New-Order's
     /// instructions by 4 % then.)
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
-        self.search_in_runs::<true>(key)
+        self.search_in_runs::<true, true>(key)
+    }
+
+    /// [`Node::search`] of a leaf whose search lines the descent has just prefetched from
+    /// its search summary (`summary::prefetch` returned true): the same answer, without
+    /// prefetching the same lines again (`prefetch_guess`'s heap-layout and record-guess
+    /// arithmetic cost a lookup about 130 instructions, callgrind). A stale summary makes
+    /// it search with wrong lines prefetched, never give a wrong answer.
+    ///
+    /// # Errors
+    /// As [`Node::search`].
+    pub(crate) fn search_prefetched(
+        &self,
+        key: &[u8],
+    ) -> Result<std::result::Result<usize, usize>> {
+        self.search_in_runs::<true, false>(key)
     }
 
     /// [`Node::search`] without trying a run's last entry first, for the bound where a
@@ -372,14 +403,15 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         &self,
         key: &[u8],
     ) -> Result<std::result::Result<usize, usize>> {
-        self.search_in_runs::<false>(key)
+        self.search_in_runs::<false, true>(key)
     }
 
-    /// [`Node::search`]; without `LAST_FIRST`, as [`Node::search_scan_start`]. Out of line,
-    /// as `search` was before it had two forms: inlined into its callers (the descents, the
-    /// batch, the insert), it made New-Order run 2.5 % more instructions (callgrind).
+    /// [`Node::search`]; without `LAST_FIRST`, as [`Node::search_scan_start`]; without
+    /// `PREFETCH`, as [`Node::search_prefetched`]. Out of line, as `search` was before it
+    /// had several forms: inlined into its callers (the descents, the batch, the insert),
+    /// it made New-Order run 2.5 % more instructions (callgrind).
     #[inline(never)]
-    fn search_in_runs<const LAST_FIRST: bool>(
+    fn search_in_runs<const LAST_FIRST: bool, const PREFETCH: bool>(
         &self,
         key: &[u8],
     ) -> Result<std::result::Result<usize, usize>> {
@@ -393,9 +425,12 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
             return Ok(Err(0));
         }
         let probe = Probe::new(key, self.hint_offset);
-        let guess = self.prefetch_guess(count, probe.hint);
+        let guess = match PREFETCH {
+            true => self.prefetch_guess(count, probe.hint),
+            false => self.guess(count, probe.hint),
+        };
         if self.hint_offset > self.prefix_len {
-            match self.cmp_shared(key)? {
+            match self.cmp_shared(&probe)? {
                 Ordering::Less => return Ok(Err(0)),
                 Ordering::Greater => return Ok(Err(count)),
                 Ordering::Equal => {}
@@ -463,6 +498,18 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 page.prefetch(r.start);
             }
         }
+    }
+
+    /// The interpolated guess of [`Node::prefetch_guess`] without its prefetches: the same
+    /// entry number, or `None` under the same conditions.
+    #[inline(always)]
+    fn guess(&self, count: usize, hint: u32) -> Option<usize> {
+        if count < INTERPOLATION_MIN_ENTRIES {
+            return None;
+        }
+        // In bounds as in `prefetch_guess`.
+        let (first, last) = (self.s.page().u32_at(HINTS_AT), self.s.last_hint());
+        (first < hint && hint <= last).then(|| interpolate(count, hint, first, last))
     }
 
     /// Starts the cache misses that [`Node::search`] for a key of hint `hint` will take

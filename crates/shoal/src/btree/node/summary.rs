@@ -104,12 +104,15 @@ impl<P: PageRead + ?Sized> Node<'_, P> {
 /// its window, and the guess's record lines, as `Node::prefetch_guess` would once the
 /// header is read. Nothing for a zero summary or a key outside its hints. Advisory
 /// (invariant 1): any `s` prefetches lines of `page` only.
+///
+/// Returns true if it prefetched a guess's lines: the search of that leaf may then skip
+/// its own copy of these prefetches (`Node::search_prefetched`).
 #[inline]
-pub(crate) fn prefetch<P: PageRead + ?Sized>(s: [u64; 2], key: &[u8], page: &P) {
+pub(crate) fn prefetch<P: PageRead + ?Sized>(s: [u64; 2], key: &[u8], page: &P) -> bool {
     let [w0, w1] = s;
     let count = w1 as u16 as usize;
     if count < INTERPOLATION_MIN_ENTRIES {
-        return; // no summary: an inner node's, on every descent (the key's hint unmade)
+        return false; // no summary: an inner node's, on every descent (the key's hint unmade)
     }
     let hint = hint_of(key, (w1 >> 16) as u16 as usize);
     let layout = || {
@@ -117,7 +120,7 @@ pub(crate) fn prefetch<P: PageRead + ?Sized>(s: [u64; 2], key: &[u8], page: &P) 
         Some((free_end, ((w1 >> 48) as usize) << AVG_SHIFT))
     };
     let ends = (w0 as u32, (w0 >> 32) as u32);
-    prefetch_interpolated(page, count, hint, ends, layout, 0);
+    prefetch_interpolated(page, count, hint, ends, layout, 0).is_some()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Unit and property tests of the node format, its search and its changes.
 
 use super::{
-    hint_lower_bound, inline_leaf_entry, lower_bound, Node, NodeImage, NodeMut,
+    hint_lower_bound, hint_of, inline_leaf_entry, lower_bound, search, Node, NodeImage, NodeMut,
     INTERPOLATION_MIN_ENTRIES, INTERPOLATION_WINDOW, MAX_LEVEL, SPECIAL_OFFSET, SP_LEVEL,
 };
 use crate::types::PageId;
@@ -518,6 +518,23 @@ fn lower_bound_matches_partition_point() {
                         .partition_point(|&i| i < split);
                 assert_eq!(got, want, "[{start}, {end}) split at {split}");
             }
+        }
+    }
+}
+
+/// A probe's head and hint, taken from one read of the key where they can be, equal the
+/// key's first 8 bytes and `hint_of` for every key length and hint offset around 8 bytes.
+#[test]
+fn probe_head_and_hint_match_the_key() {
+    let bytes: Vec<u8> = (1..=14u8).map(|b| b.wrapping_mul(29) | 1).collect();
+    for len in 0..=bytes.len() {
+        let key = &bytes[..len];
+        for offset in 0..=len + 2 {
+            let p = search::Probe::new(key, offset);
+            let mut head = [0u8; 8];
+            head[..len.min(8)].copy_from_slice(&key[..len.min(8)]);
+            assert_eq!(p.head, u64::from_be_bytes(head), "head of {len} bytes");
+            assert_eq!(p.hint, hint_of(key, offset), "{len} bytes, offset {offset}");
         }
     }
 }
