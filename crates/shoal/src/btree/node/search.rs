@@ -207,15 +207,28 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     #[inline]
     pub(super) fn cmp_probe(&self, i: usize, p: &Probe<'_>) -> Result<Ordering> {
         let (_, r) = self.ranges(i)?;
-        let page = self.s.page();
-        let head = page.head_be(r.start, r.len().min(8));
-        if head != p.head {
-            return Ok(head.cmp(&p.head));
+        Ok(self.cmp_probe_cut(&r, p, usize::MAX))
+    }
+
+    /// [`Node::cmp_probe`] of the key at page bytes `r`, both keys cut at `end` (at least
+    /// 1) bytes: the heads of their first `min(end, 8)` bytes decide unless equal (the
+    /// probe's head masked, not read again), then the lengths if either key (cut) ends by
+    /// byte 8, then the rest from byte 8 ([`Node::cmp_from`]). Zero padding cannot make
+    /// unequal keys tie: with equal heads, a key that ends by byte 8 is a prefix of the
+    /// other, so the lengths order them.
+    #[inline(always)]
+    fn cmp_probe_cut(&self, r: &Range<usize>, p: &Probe<'_>, end: usize) -> Ordering {
+        let n = end.clamp(1, 8);
+        let (rl, kl) = (r.len().min(end), p.key.len().min(end));
+        let head = self.s.page().head_be(r.start, rl.min(n));
+        let probe = p.head & (u64::MAX << (8 * (8 - n)));
+        if head != probe {
+            return head.cmp(&probe);
         }
-        if r.len() <= 8 || p.key.len() <= 8 {
-            return Ok(r.len().cmp(&p.key.len()));
+        if rl <= 8 || kl <= 8 {
+            return rl.cmp(&kl);
         }
-        Ok(self.cmp_from(&r, p.key, 8, usize::MAX))
+        self.cmp_from(r, p.key, 8, end)
     }
 
     /// The first 8-byte words in which the key at page bytes `r` and `key`, both cut at
@@ -325,17 +338,10 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
                 r.len()
             )));
         }
-        let key = p.key;
-        if (1..=8).contains(&end) && key.len() >= end {
-            // Both keys' bytes `[0, end)` lie in their heads, and the first `prefix_len` of
-            // them are equal: one comparison of two masked heads orders the rest (a key
-            // shorter than `end` takes the general path, which ranks it below).
-            let mask = u64::MAX << (8 * (8 - end));
-            return Ok((p.head & mask).cmp(&self.s.page().head_be(r.start, end)));
-        }
-        // The caller placed `key` against the prefix, so it is at least that long.
-        let from = self.prefix_len.min(key.len());
-        Ok(self.cmp_from(&r, key, from, end).reverse())
+        // Bytes `[0, prefix_len)` are equal (the caller's `cmp_prefix`); comparing them again
+        // inside the first word costs nothing. `end` is at least 1: the caller asks only
+        // where the hints start past the prefix.
+        Ok(self.cmp_probe_cut(&r, p, end).reverse())
     }
 
     /// Where the entries' hints start in their keys (invariant H), in bytes.
