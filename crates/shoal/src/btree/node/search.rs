@@ -210,8 +210,8 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         Ok(self.cmp_probe_cut(&r, p, usize::MAX))
     }
 
-    /// [`Node::cmp_probe`] of the key at page bytes `r`, both keys cut at `end` (at least
-    /// 1) bytes: the heads of their first `min(end, 8)` bytes decide unless equal (the
+    /// [`Node::cmp_probe`] of the key at page bytes `r`, both keys cut at `end` bytes (one
+    /// or more): the heads of their first `min(end, 8)` bytes decide unless equal (the
     /// probe's head masked, not read again), then the lengths if either key (cut) ends by
     /// byte 8, then the rest from byte 8 ([`Node::cmp_from`]). Zero padding cannot make
     /// unequal keys tie: with equal heads, a key that ends by byte 8 is a prefix of the
