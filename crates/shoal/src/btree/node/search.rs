@@ -165,10 +165,7 @@ pub(super) fn prefetch_interpolated<P: PageRead + ?Sized>(
     layout: impl FnOnce() -> Option<(usize, usize)>,
     before: usize,
 ) -> Option<usize> {
-    if count < INTERPOLATION_MIN_ENTRIES || hint <= first || hint > last {
-        return None;
-    }
-    let g = interpolate(count, hint, first, last);
+    let g = interpolated_guess(count, hint, (first, last))?;
     prefetch_window(page, count, g);
     if let Some((free_end, avg)) = layout() {
         if let Some(r) = slotted::record_guess(page.page_len(), free_end, avg, count, g, before) {
@@ -176,6 +173,17 @@ pub(super) fn prefetch_interpolated<P: PageRead + ?Sized>(
         }
     }
     Some(g)
+}
+
+/// The guess [`hint_lower_bound`] starts from for `hint` in a node of `count` entries
+/// whose first and last hints are `ends`: `None` where it decides without one (a node too
+/// small to interpolate, a hint at or below the first entry's or above the last).
+#[inline(always)]
+fn interpolated_guess(count: usize, hint: u32, (first, last): (u32, u32)) -> Option<usize> {
+    if count < INTERPOLATION_MIN_ENTRIES || hint <= first || hint > last {
+        return None;
+    }
+    Some(interpolate(count, hint, first, last))
 }
 
 /// The guess of [`hint_lower_bound`]: where `hint` falls on the line from entry 0's hint
@@ -507,15 +515,15 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     }
 
     /// The interpolated guess of [`Node::prefetch_guess`] without its prefetches: the same
-    /// entry number, or `None` under the same conditions.
+    /// entry number, or `None` under the same conditions ([`interpolated_guess`]).
     #[inline(always)]
     fn guess(&self, count: usize, hint: u32) -> Option<usize> {
         if count < INTERPOLATION_MIN_ENTRIES {
-            return None;
+            return None; // before reading slot 0: a node may have no entries
         }
         // In bounds as in `prefetch_guess`.
-        let (first, last) = (self.s.page().u32_at(HINTS_AT), self.s.last_hint());
-        (first < hint && hint <= last).then(|| interpolate(count, hint, first, last))
+        let ends = (self.s.page().u32_at(HINTS_AT), self.s.last_hint());
+        interpolated_guess(count, hint, ends)
     }
 
     /// Starts the cache misses that [`Node::search`] for a key of hint `hint` will take
