@@ -394,7 +394,7 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// [`Node::search`] of a leaf whose search lines the descent has just prefetched from
     /// its search summary (`summary::prefetch` returned true): the same answer, without
     /// prefetching the same lines again (`prefetch_guess`'s heap-layout and record-guess
-    /// arithmetic cost a lookup about 130 instructions, callgrind). A stale summary makes
+    /// arithmetic: 146 of a `lookup-resident` lookup's instructions, callgrind). A stale summary makes
     /// it search with wrong lines prefetched, never give a wrong answer.
     ///
     /// # Errors

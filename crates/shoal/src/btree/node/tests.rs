@@ -538,3 +538,26 @@ fn probe_head_and_hint_match_the_key() {
         }
     }
 }
+
+/// The search without prefetches gives the search's answer for every key of a leaf large
+/// enough to interpolate, for the keys between them and for keys past both ends.
+#[test]
+fn search_prefetched_agrees_with_search() {
+    let keys: Vec<Vec<u8>> = (0..250u64)
+        .map(|k| (1000 + 7 * k * k).to_be_bytes().to_vec())
+        .collect();
+    let page = leaf(&keys, None, None);
+    let n = Node::open(page.as_slice()).unwrap();
+    assert!(n.entry_count() >= INTERPOLATION_MIN_ENTRIES);
+    for k in (0..700_000u64)
+        .step_by(97)
+        .chain([0, 999, 1000, 1001, u64::MAX])
+    {
+        let key = k.to_be_bytes();
+        let want = n.search(&key).unwrap();
+        assert_eq!(n.search_prefetched(&key).unwrap(), want, "key {k}");
+    }
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(n.search_prefetched(key).unwrap(), Ok(i));
+    }
+}
