@@ -44,6 +44,16 @@ fn log_options() -> LogOptions {
     }
 }
 
+/// [`log_options`] with log lanes on from every transaction's first change
+/// (`log::manager::lane`): each worker's records, and those of the splits and merges it
+/// runs, go in its thread's chunks, interleaved with the other workers' chunks.
+fn lane_log_options() -> LogOptions {
+    LogOptions {
+        lane_after_records: 1,
+        ..log_options()
+    }
+}
+
 /// Key → value length and a tag, enough to rebuild and compare the value.
 type Model = BTreeMap<u64, (u16, u64)>;
 
@@ -59,8 +69,12 @@ struct Outcome {
 }
 
 fn open(disk: &FaultStorage) -> shoal::Result<Engine> {
+    open_with(disk, &log_options())
+}
+
+fn open_with(disk: &FaultStorage, log: &LogOptions) -> shoal::Result<Engine> {
     let s: Arc<dyn Storage> = Arc::new(disk.clone());
-    Engine::open(s, &options(), &log_options())
+    Engine::open(s, &options(), log)
 }
 
 fn key(k: u64) -> [u8; 8] {
@@ -84,14 +98,22 @@ fn workload_concurrent(disk: &FaultStorage, seed: u64) -> Outcome {
     workload_with(disk, seed, THREADS)
 }
 
+fn workload_concurrent_lanes(disk: &FaultStorage, seed: u64) -> Outcome {
+    workload_opened(disk, seed, THREADS, &lane_log_options())
+}
+
 fn workload_with(disk: &FaultStorage, seed: u64, threads: u64) -> Outcome {
+    workload_opened(disk, seed, threads, &log_options())
+}
+
+fn workload_opened(disk: &FaultStorage, seed: u64, threads: u64, log: &LogOptions) -> Outcome {
     let known: Vec<Arc<Mutex<Known>>> = (0..threads).map(|_| Arc::default()).collect();
     let mut out = Outcome {
         root: None,
         known: Vec::new(),
     };
     let mut run = || -> shoal::Result<()> {
-        let e = open(disk)?;
+        let e = open_with(disk, log)?;
         let tree = BTree::create(e.txns(), e.space())?;
         e.log().wait_all_durable()?; // the tree exists before any worker
         out.root = Some(tree.root());
@@ -292,6 +314,14 @@ const CONCURRENT: common::Matrix<Outcome> = common::Matrix {
     check,
 };
 
+/// [`CONCURRENT`] with log lanes on from every transaction's first change: records of
+/// different workers (and of their splits and merges) are no longer in the order they were
+/// appended, and a crash leaves chunks half filled, unpadded.
+const CONCURRENT_LANES: common::Matrix<Outcome> = common::Matrix {
+    run: workload_concurrent_lanes,
+    check,
+};
+
 /// The workloads split and merge a lot (else the matrix would test little).
 #[test]
 fn the_workload_changes_the_structure() {
@@ -349,6 +379,25 @@ fn concurrent_btree_survives_a_crash_at_each_of_the_first_300_points() {
 #[test]
 fn concurrent_btree_survives_200_random_crashes() {
     CONCURRENT.random(200, 45);
+}
+
+/// Concurrent workers in log lanes, each of the first 200 crash points.
+#[test]
+fn concurrent_btree_in_log_lanes_survives_a_crash_at_each_of_the_first_200_points() {
+    CONCURRENT_LANES.each_of_first(200);
+}
+
+/// Concurrent workers in log lanes, 200 random crash points.
+#[test]
+fn concurrent_btree_in_log_lanes_survives_200_random_crashes() {
+    CONCURRENT_LANES.random(200, 46);
+}
+
+/// Concurrent workers in log lanes, 1,000 random crash points (the long suite).
+#[test]
+#[ignore]
+fn concurrent_btree_in_log_lanes_survives_1000_random_crashes() {
+    CONCURRENT_LANES.random(1000, 47);
 }
 
 /// Concurrent workers, 1,000 random crash points (the long suite).

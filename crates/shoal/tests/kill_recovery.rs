@@ -21,6 +21,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const ENV_DIR: &str = "SHOAL_KILL_CHILD_DIR";
+/// Set for a child whose every transaction appends in its thread's log lane from its
+/// first change on (`LogOptions::lane_after_records` 1).
+const ENV_LANES: &str = "SHOAL_KILL_CHILD_LANES";
 const ROOT_FILE: &str = "kvstore.root";
 /// Key holding the sequence number of the last committed transaction.
 const MARK: u64 = 1 << 40;
@@ -34,17 +37,19 @@ fn options() -> Options {
     }
 }
 
-fn log_options() -> LogOptions {
+fn log_options(lanes: bool) -> LogOptions {
+    let d = LogOptions::default();
     LogOptions {
         segment_size_bytes: 256 << 10,
         buffer_size_bytes: 256 << 10,
-        ..LogOptions::default()
+        lane_after_records: if lanes { 1 } else { d.lane_after_records },
+        ..d
     }
 }
 
-fn open(dir: &Path) -> Engine {
+fn open(dir: &Path, lanes: bool) -> Engine {
     let s = Arc::new(FileStorage::open_dir(dir, true).unwrap());
-    Engine::open(s, &options(), &log_options()).unwrap()
+    Engine::open(s, &options(), &log_options(lanes)).unwrap()
 }
 
 /// The changes of committed transaction `seq`: three keys, each set to `seq` or (for every
@@ -78,7 +83,7 @@ fn kill_child() {
         return;
     };
     let dir = Path::new(&dir);
-    let e = open(dir);
+    let e = open(dir, std::env::var_os(ENV_LANES).is_some());
     let root_path = dir.join(ROOT_FILE);
     let kv = if let Ok(s) = std::fs::read_to_string(&root_path) {
         KvStore::open(e.pool().clone(), PageId(s.trim().parse().unwrap())).unwrap()
@@ -131,12 +136,29 @@ fn kill_child() {
 
 #[test]
 fn committed_transactions_survive_sigkill() {
+    kill_and_recover(20, 20, false);
+}
+
+/// The same with log lanes on from every transaction's first change (`log::manager::lane`):
+/// each record goes in the child thread's chunk, each commit globally, closing the chunk
+/// below it with a padding record; restart must find every acknowledged commit and nothing
+/// of the others, across chunks, paddings and checkpoints.
+#[test]
+fn committed_transactions_survive_sigkill_with_log_lanes() {
+    kill_and_recover(21, 12, true);
+}
+
+fn kill_and_recover(seed: u64, rounds: u32, lanes: bool) {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
-    let mut rng = StdRng::seed_from_u64(20);
+    let mut rng = StdRng::seed_from_u64(seed);
     let mut reported_max = 0u64;
-    for round in 0..20 {
-        let mut child = Command::new(&exe)
+    for round in 0..rounds {
+        let mut command = Command::new(&exe);
+        if lanes {
+            command.env(ENV_LANES, "1");
+        }
+        let mut child = command
             .args([
                 "--ignored",
                 "--exact",
@@ -173,7 +195,7 @@ fn committed_transactions_survive_sigkill() {
         }
 
         // Restart in this process and compare with the committed sequence.
-        let e = open(dir.path());
+        let e = open(dir.path(), lanes);
         let Ok(root) = std::fs::read_to_string(dir.path().join(ROOT_FILE)) else {
             assert_eq!(
                 reported_max, 0,
@@ -219,7 +241,7 @@ fn committed_transactions_survive_sigkill() {
         } // odd rounds: drop without close, another crash of sorts
     }
     assert!(
-        reported_max > 20,
-        "only {reported_max} commits in 20 rounds"
+        reported_max > u64::from(rounds),
+        "only {reported_max} commits in {rounds} rounds"
     );
 }

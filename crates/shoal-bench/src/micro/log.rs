@@ -8,6 +8,7 @@
 //! | variant | one operation | what it shows |
 //! |---|---|---|
 //! | `insert` | append one `Update` record with a [`REDO_PAYLOAD_BYTES`]-byte redo payload; no commit, no waiting for a flush | the insert path: one atomic reservation plus a copy, so it should scale with threads until the flush daemon or the buffer size limits it |
+//! | `insert-lane` | the same record appended through the worker's own log lane (`LogManager::append_in_lane`: chunks of log it claims alone, `log::manager::lane`) | what lanes save: the shared reservation counter and ring lines touched once per chunk instead of once per record, so two threads should append about twice as fast as one |
 //! | `commit-full` | one committing transaction: append an `Update` record ([`REDO_PAYLOAD_BYTES`]-byte redo), append its `Commit` record, then `commit(commit_lsn)` under `Durability::Full` | group commit: one `fdatasync` should serve many commits as threads grow, so `fdatasync_per_commit` should fall well below 1 |
 //! | `commit-lazy` | the same transaction under `Durability::Lazy` (commit returns at once; a background flush makes it durable within `lazy_flush_interval_ms`) | the cost of commit without waiting for the disk, the upper bound for `commit-full` |
 //!
@@ -15,13 +16,13 @@
 //!
 //! Group commit only shows with many committing threads, and an insert sweep that wide is
 //! of little use, so each variant has its own default thread list ([`default_threads`]):
-//! `insert` 1, 2; `commit-full` and `commit-lazy` 1, 2, 4, 8, 16, 32, 64. `--threads`
+//! `insert` and `insert-lane` 1, 2; `commit-full` and `commit-lazy` 1, 2, 4, 8, 16, 32, 64. `--threads`
 //! replaces the list of every variant. [`plan`] turns this into one [`RunConfig`] per
 //! variant; the caller runs them one after the other with
 //! [`run_micro`](crate::runner::run_micro), one variant each (so progress lines count the
 //! points of each variant separately). Latency sampling is per variant too
 //! ([`latency_sample_every_default`]): one in [`LATENCY_SAMPLE_EVERY_FAST`] for the
-//! sub-microsecond `insert` and `commit-lazy`, every operation for `commit-full`, whose
+//! sub-microsecond `insert`, `insert-lane` and `commit-lazy`, every operation for `commit-full`, whose
 //! operations take a disk flush.
 //!
 //! ## Data and checks
@@ -61,16 +62,16 @@ use rand::SeedableRng;
 use serde_json::{Map, Value};
 use shoal::io::{FileStorage, Storage};
 use shoal::log::record::{LogRecord, RecordKind};
-use shoal::log::{Durability, LogManager, LogOptions};
+use shoal::log::{Durability, Lane, LogManager, LogOptions};
 use shoal::{Lsn, PageId, TxnId};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// The variants, in the order they run by default.
-pub const VARIANTS: &[&str] = &["insert", "commit-full", "commit-lazy"];
+pub const VARIANTS: &[&str] = &["insert", "insert-lane", "commit-full", "commit-lazy"];
 
-/// Default thread counts of `insert`.
+/// Default thread counts of `insert` and `insert-lane`.
 pub const INSERT_THREADS_DEFAULT: &[usize] = &[1, 2];
 /// Default thread counts of `commit-full` and `commit-lazy`.
 pub const COMMIT_THREADS_DEFAULT: &[usize] = &[1, 2, 4, 8, 16, 32, 64];
@@ -122,7 +123,7 @@ impl Default for LogConfig {
 
 /// The default thread counts of `variant` (see "Thread counts" in the module doc).
 pub fn default_threads(variant: &str) -> &'static [usize] {
-    if variant == "insert" {
+    if variant.starts_with("insert") {
         INSERT_THREADS_DEFAULT
     } else {
         COMMIT_THREADS_DEFAULT
@@ -224,6 +225,7 @@ impl LogBench {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Variant {
     Insert,
+    InsertLane,
     CommitFull,
     CommitLazy,
 }
@@ -232,6 +234,7 @@ impl Variant {
     fn from_name(name: &str) -> Result<Variant> {
         Ok(match name {
             "insert" => Variant::Insert,
+            "insert-lane" => Variant::InsertLane,
             "commit-full" => Variant::CommitFull,
             "commit-lazy" => Variant::CommitLazy,
             other => {
@@ -249,6 +252,7 @@ impl Variant {
     fn name(self) -> &'static str {
         match self {
             Variant::Insert => "insert",
+            Variant::InsertLane => "insert-lane",
             Variant::CommitFull => "commit-full",
             Variant::CommitLazy => "commit-lazy",
         }
@@ -257,7 +261,7 @@ impl Variant {
     fn durability(self) -> Durability {
         match self {
             // `insert` never commits; the option does not matter.
-            Variant::Insert | Variant::CommitFull => Durability::Full,
+            Variant::Insert | Variant::InsertLane | Variant::CommitFull => Durability::Full,
             Variant::CommitLazy => Durability::Lazy,
         }
     }
@@ -277,6 +281,8 @@ struct Slot {
     txn_base: u64,
     /// Transactions this worker has started.
     txns: u64,
+    /// The worker's log lane (`insert-lane`).
+    lane: Lane,
 }
 
 impl Slot {
@@ -306,6 +312,7 @@ impl Slot {
             last_payload_bytes: 0,
             txn_base,
             txns: 0,
+            lane: Lane::default(),
         }
     }
 
@@ -449,6 +456,13 @@ impl MicroBench for LogBench {
                 let lsn = state.log.append(&s.update)?;
                 s.advance(thread_idx, lsn, REDO_PAYLOAD_BYTES as u64)
             }
+            Variant::InsertLane => {
+                // As `insert`, each record above the worker's previous one (lane rule L2).
+                let prev = s.last_lsn.unwrap_or(Lsn::ZERO);
+                s.update.prev_lsn = prev;
+                let lsn = state.log.append_in_lane(&mut s.lane, &s.update, prev)?;
+                s.advance(thread_idx, lsn, REDO_PAYLOAD_BYTES as u64)
+            }
             Variant::CommitFull | Variant::CommitLazy => {
                 s.txns += 1;
                 let txn_id = TxnId(s.txn_base | (s.txns & 0xFFFF_FFFF));
@@ -502,7 +516,7 @@ fn derived_values(
     let mut m = Map::new();
     m.insert("log_bytes_per_op".into(), per_op("bytes_appended"));
     m.insert("written_bytes_per_op".into(), per_op("bytes_written"));
-    if variant != "insert" {
+    if !variant.starts_with("insert") {
         m.insert("fdatasync_per_commit".into(), per_op("syncs"));
     }
     m

@@ -167,6 +167,12 @@ impl<'a> ExclusiveGuard<'a> {
         header::set_page_lsn(&mut self.page_mut(), lsn);
     }
 
+    /// The pool's index of the frame this guard latches, for
+    /// [`BufferPool::raise_page_lsn_latched`].
+    pub(crate) fn frame_index(&self) -> u32 {
+        self.frame
+    }
+
     /// Turns the exclusive fix into a shared one without letting a writer in between.
     pub fn downgrade(self) -> SharedGuard<'a> {
         SharedGuard {
@@ -230,5 +236,27 @@ impl<'a> OptimisticPage<'a> {
     pub fn upgrade(self) -> Result<ExclusiveGuard<'a>, Restart> {
         let latch = self.guard.upgrade()?;
         Ok(ExclusiveGuard::new(self.pool, self.frame, latch))
+    }
+}
+
+impl BufferPool {
+    /// Raises the page LSN of page `pid`, in frame `frame`, to at least `lsn`, on behalf of
+    /// the thread that holds the frame X-latched through a guard it cannot hand over: a
+    /// system transaction's commit, whose caller holds the latches of every page it changed
+    /// that other threads can reach (transaction rules 8 and 12). The page LSN may then
+    /// name a record that is not a change of this page (the commit); redo only compares
+    /// page LSNs, and the page holds every change logged below it. Returns false, changing
+    /// nothing, if the frame no longer holds `pid` X-latched: a page of a structure no other
+    /// thread can reach yet (a tree being created), released before the commit, which no
+    /// later change can precede.
+    pub(crate) fn raise_page_lsn_latched(&self, frame: u32, pid: PageId, lsn: Lsn) -> bool {
+        let fr = &self.frames[frame as usize];
+        if !fr.latch.is_exclusive() || fr.page_id.load(Relaxed) != pid.0 {
+            return false;
+        }
+        if header::page_lsn(&AtomicBytes::new(self.words(frame))) < lsn {
+            header::set_page_lsn(&mut AtomicBytesMut::new(self.words(frame)), lsn);
+        }
+        true
     }
 }

@@ -244,6 +244,16 @@ impl LogBuffer {
     /// # Panics
     /// If the ring has no room for `r` yet (the caller waits for [`LogBuffer::has_room`]).
     pub fn write_with(&self, r: Reservation, fill: impl FnOnce(&mut [u8])) {
+        self.write_with_limit(r, fill, u64::MAX);
+    }
+
+    /// [`LogBuffer::write_with`] whose prefetch of the ring ahead stops below `limit`: a
+    /// log lane's chunk ends there, and the lines past it belong to other appenders, whose
+    /// writes a prefetched copy here would only slow (`log::manager::lane`).
+    ///
+    /// # Panics
+    /// As [`LogBuffer::write_with`].
+    pub fn write_with_limit(&self, r: Reservation, fill: impl FnOnce(&mut [u8]), limit: u64) {
         assert!(self.has_room(r), "log buffer write without room");
         let len = (r.end - r.start) as usize;
         let at = (r.start & self.mask) as usize;
@@ -262,21 +272,22 @@ impl LogBuffer {
             self.copy_in(r.start, &tmp);
         }
         self.slots[((r.start / SLOT_BYTES) & self.slot_mask) as usize].store(r.end, Release);
-        self.prefetch_ahead(r);
+        self.prefetch_ahead(r, limit);
     }
 
-    /// Prefetches the ring lines [`PREFETCH_AHEAD`] bytes past `r` (as many as `r` spans), so
-    /// that a later record's writer finds them in cache. The ring is far larger than a cache,
+    /// Prefetches the ring lines [`PREFETCH_AHEAD`] bytes past `r` (as many as `r` spans, none
+    /// at or past `limit`), so that a later record's writer finds them in cache. The ring is far larger than a cache,
     /// so without it every line an append writes misses, and the append's fence (the log
     /// manager's invariant 5) waits for those misses: the fence was 3–4 % of the samples of
     /// an insert or TPC-C Payment profile. Consecutive records cover consecutive ranges, so
     /// every line is prefetched about once. A hint only: it reads nothing into the program
     /// and changes nothing, whoever owns those bytes now.
     #[inline]
-    fn prefetch_ahead(&self, r: Reservation) {
+    fn prefetch_ahead(&self, r: Reservation, limit: u64) {
         let base = self.ring.as_raw_ptr();
         let mut line = (r.start + PREFETCH_AHEAD) & !63;
-        while line < r.end + PREFETCH_AHEAD {
+        let stop = (r.end + PREFETCH_AHEAD).min(limit);
+        while line < stop {
             crate::sync::prefetch_addr(base.wrapping_add((line & self.mask) as usize));
             line += 64;
         }

@@ -135,9 +135,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod flusher;
+mod lane;
 mod open;
 
 use flusher::{flusher_main, zero_filler_main};
+pub use lane::Lane;
+use lane::Lanes;
 use open::{accepts_direct_io, find_end, partial_block_below};
 
 /// The flusher raises the durable floor whenever a sync has gone this fraction of a segment
@@ -172,6 +175,11 @@ pub struct LogStats {
     /// Why zero-filling stopped, if a step failed (invariant 14); `None` while it works or
     /// when it is off.
     pub zero_fill_failure: Option<String>,
+    /// Chunks reserved by log lanes (`lane` module doc).
+    pub lane_chunks: u64,
+    /// Bytes of the `Padding` records written over the unused rest of closed chunks
+    /// (lane rule L6; counted in `bytes_appended` too).
+    pub lane_padding_bytes: u64,
 }
 
 /// The write-ahead log of one database (DESIGN.md §3.5; module doc for its invariants).
@@ -214,6 +222,10 @@ pub struct LogManager {
     zero_fill_failure: OnceLock<String>,
     flusher: Mutex<Option<JoinHandle<()>>>,
     zero_filler: Mutex<Option<JoinHandle<()>>>,
+    /// The open chunks of log lanes (`lane` module doc).
+    lanes: Arc<Lanes>,
+    lane_chunks: StripedCounter,
+    lane_padding_bytes: StripedCounter,
 }
 
 /// The mutex and condition variables the flusher sleeps on; shared with the flusher thread
@@ -310,6 +322,9 @@ impl LogManager {
             zero_fill_failure: OnceLock::new(),
             flusher: Mutex::new(None),
             zero_filler: Mutex::new(None),
+            lanes: Arc::default(),
+            lane_chunks: StripedCounter::default(),
+            lane_padding_bytes: StripedCounter::default(),
         });
         *log.flusher.lock() = Some(log.spawn("shoal-log-flusher", flusher_main)?);
         if log.zero_fill_lead() > 0 {
@@ -402,13 +417,20 @@ impl LogManager {
         }
         self.buffer
             .write_with(r, |buf| record.encode_validated(Lsn(r.start), buf));
+        self.after_write(r);
+        Ok(Lsn(r.start))
+    }
+
+    /// What every append does once its record is written and completed: wakes the flusher
+    /// if the buffer is filling or a committer waits on it, and counts it.
+    #[inline]
+    fn after_write(&self, r: super::buffer::Reservation) {
         fence(SeqCst); // invariant 5: slot store before the `requested` load
         let quarter = self.buffer.capacity() / 4;
         if r.start / quarter != r.end / quarter || self.requested.load(Relaxed) > r.start {
             self.wake_flusher(); // the buffer is filling, or a committer waits on us
         }
         self.appends.incr();
-        Ok(Lsn(r.start))
     }
 
     /// Checks everything [`LogManager::append`] checks before it reserves space: the log is
@@ -435,6 +457,8 @@ impl LogManager {
 
     #[cold]
     fn wait_for_room(&self, r: super::buffer::Reservation) -> Result<()> {
+        // Lane rule L6: a chunk's unclaimed part may be what holds the ring's space.
+        self.close_chunks_below(u64::MAX);
         let mut g = self.sig.ctl.lock();
         self.sig.flusher_cv.notify_one();
         while !self.buffer.has_room(r) {
@@ -479,6 +503,7 @@ impl LogManager {
             ));
         }
         self.failure()?;
+        self.close_chunks_below(need); // lane rule L6
         self.requested.fetch_max(need, AcqRel);
         fence(SeqCst); // invariant 5: `requested` before the flusher's completion check
         loop {
@@ -662,6 +687,8 @@ impl LogManager {
             bytes_written: self.bytes_written.load(Relaxed),
             bytes_zero_filled: self.bytes_zero_filled.load(Relaxed),
             zero_fill_failure: self.zero_fill_failure.get().cloned(),
+            lane_chunks: self.lane_chunks.get(),
+            lane_padding_bytes: self.lane_padding_bytes.get(),
         }
     }
 

@@ -34,8 +34,10 @@ pub mod record;
 pub mod segment;
 
 pub use anchor::{Anchor, ANCHOR_FILE};
-pub use manager::{LogManager, LogStats, FIRST_LSN};
-pub use options::{Durability, LogOptions};
+pub use manager::{Lane, LogManager, LogStats, FIRST_LSN};
+pub use options::{Durability, LogOptions, LANE_AFTER_RECORDS};
 
+#[cfg(all(test, not(loom)))]
+mod lane_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;

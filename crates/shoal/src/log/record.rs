@@ -107,6 +107,9 @@ pub enum RecordKind {
     /// always, undone (page-oriented) only if its system transaction had not committed at a
     /// crash — the records of an ARIES nested top action (Mohan et al., TODS 1992, §10.3).
     SystemUpdate = 11,
+    /// Filler over the unused rest of a closed log-lane chunk (`log::manager::lane`): no
+    /// transaction, no page; its redo payload is zeros. Recovery skips it.
+    Padding = 12,
 }
 
 /// The ARIES role of a record kind (STYLE.md practice 4): what recovery may do with it.
@@ -124,7 +127,7 @@ pub enum RecordRole {
 
 impl RecordKind {
     /// Every kind, in value order.
-    pub const ALL: [RecordKind; 11] = [
+    pub const ALL: [RecordKind; 12] = [
         RecordKind::Begin,
         RecordKind::Commit,
         RecordKind::Abort,
@@ -136,6 +139,7 @@ impl RecordKind {
         RecordKind::CheckpointBegin,
         RecordKind::CheckpointEnd,
         RecordKind::SystemUpdate,
+        RecordKind::Padding,
     ];
 
     /// Decodes the kind byte; `None` for an unknown value.
@@ -151,7 +155,8 @@ impl RecordKind {
             | RecordKind::Abort
             | RecordKind::End
             | RecordKind::CheckpointBegin
-            | RecordKind::CheckpointEnd => RecordRole::Control,
+            | RecordKind::CheckpointEnd
+            | RecordKind::Padding => RecordRole::Control,
             RecordKind::Update | RecordKind::SystemUpdate => RecordRole::Undoable,
             RecordKind::Compensation => RecordRole::Compensation,
             RecordKind::SystemRedo | RecordKind::PageImage => RecordRole::RedoOnly,

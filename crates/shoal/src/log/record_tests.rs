@@ -122,12 +122,21 @@ fn roles_of_kinds() {
     for k in [SystemRedo, PageImage] {
         assert_eq!(k.role(), RecordRole::RedoOnly);
     }
-    for k in [Begin, Commit, Abort, End, CheckpointBegin, CheckpointEnd] {
+    for k in [
+        Begin,
+        Commit,
+        Abort,
+        End,
+        CheckpointBegin,
+        CheckpointEnd,
+        Padding,
+    ] {
         assert_eq!(k.role(), RecordRole::Control);
     }
     assert_eq!(RecordKind::from_u8(0), None);
     assert_eq!(RecordKind::from_u8(11), Some(SystemUpdate));
-    assert_eq!(RecordKind::from_u8(12), None);
+    assert_eq!(RecordKind::from_u8(12), Some(Padding));
+    assert_eq!(RecordKind::from_u8(13), None);
 }
 
 #[test]

@@ -15,7 +15,8 @@
 //! ## Rules
 //! 1. **Checkpoint** ([`checkpoint`]): append `CheckpointBegin`; read the buffer pool's oldest
 //!    recovery LSN (which syncs the data file first, so every page it counts as clean is
-//!    durable); the redo LSN is the lower of that and the begin LSN; append `CheckpointEnd`
+//!    durable); the redo LSN is the lowest of that, the begin LSN and the lowest claim of
+//!    an open log-lane chunk (read before the pool: log lane rule L5); append `CheckpointEnd`
 //!    `[begin u64][redo u64][start u64]` and force it; then the log before
 //!    `start = min(redo LSN, first LSN of every active transaction)` is dropped. No page is
 //!    written and no transaction waits: the checkpoint is fuzzy.
@@ -187,7 +188,10 @@ pub fn checkpoint(txns: &TxnManager) -> Result<CheckpointInfo> {
     let control = |kind, redo| LogRecord::control(kind, TxnId::NONE, Lsn::ZERO, redo);
     let begin = log.append(&control(RecordKind::CheckpointBegin, Vec::new()))?;
     txns.publish_checkpoint_begin(begin);
-    let redo_lsn = txns.pool().oldest_rec_lsn_now()?.min(begin);
+    // Log lane rule L5: read after the begin record and before the scan, so that a record a
+    // lane claims below `begin` after the scan lies at or above the redo LSN.
+    let lanes = log.lanes_low_water();
+    let redo_lsn = txns.pool().oldest_rec_lsn_now()?.min(begin).min(lanes);
     let start = redo_lsn.min(txns.oldest_first_lsn());
     let mut payload = Vec::with_capacity(24);
     for v in [begin, redo_lsn, start] {

@@ -72,7 +72,9 @@ impl CommitLsn {
         }
         // The end is read before the scan (an Acquire load, sequenced before the scan's
         // shard unlocks): the module doc's second case.
-        let end = log.end_lsn();
+        // Log lane rule L4: a transaction not yet registered registers a first LSN at or
+        // above the lanes' low water, which may lie below the log's end.
+        let end = log.lanes_low_water();
         let x = end.min(table.oldest_first_lsn());
         // AcqRel: see `cached`.
         Lsn(self.value.fetch_max(x.0, AcqRel).max(x.0))

@@ -41,9 +41,9 @@
 //!    waiting; compensation records are written only by [`UndoContext`], whose
 //!    `undo_next_lsn` skips what they undid.
 //! 8. **A system transaction appends its `Commit` before it releases the latches of the pages
-//!    it changed**, so any later change to those pages follows its `Commit` in the log, and
-//!    restart may roll back an incomplete one page-oriented, before the user transactions
-//!    (recovery rule 4).
+//!    it changed**, so any later change to those pages follows its `Commit` in the log (with
+//!    log lanes, by rule 12), and restart may roll back an incomplete one page-oriented,
+//!    before the user transactions (recovery rule 4).
 //! 5. A transaction is registered in the active table before its first record is appended
 //!    and leaves it after its `Commit` or `End` record; a checkpoint keeps the log from the
 //!    lowest first LSN in the table, so restart's analysis sees every record of every
@@ -74,6 +74,26 @@
 //!     lock: TPC-B at 16 threads fell back from 116 k to 32 k). The gate is a soft limit
 //!     (a wait of at most `admission::MAX_WAIT`), so a lock wait, or threads that wait for
 //!     each other inside transactions, cannot deadlock through it.
+//! 11. **Log lanes for bulk writers** (`log::manager::lane`): once a user transaction
+//!     has logged more than [`LogOptions::lane_after_records`] page changes (default 256),
+//!     its thread's [`Lane`]
+//!     turns on, and from then on the page changes of every transaction of that thread —
+//!     system transactions included — and the images rule 3 logs for them go in chunks of
+//!     log the thread claims alone. Each record lies above its page's LSN and above its
+//!     transaction's previous record (lane rules L1, L2); a page dirtied there gets its
+//!     recovery LSN, and a transaction registering its first LSN, from the lane (rule L4).
+//!     `Commit`, `Abort`, `End` and compensation records are always appended globally
+//!     (rule L3). Short transactions never reach the threshold, so they pay nothing; a
+//!     bulk loader touches the shared reservation counter about once per chunk instead of
+//!     once per record.
+//! 12. **A system commit raises its pages' LSNs to its own.** With lanes, a record's LSN
+//!     only has to exceed its page's LSN (lane rule L1), so a change made after a system
+//!     transaction released a page could land in a chunk reserved between that
+//!     transaction's last record on the page and its `Commit`, and a crash that lost the
+//!     `Commit` would then roll the structure change back under it. So the commit sets the
+//!     page LSN of every page the transaction changed (still X-latched, rule 8) to the
+//!     commit's LSN (`BufferPool::raise_page_lsn_latched`); every later change lies above
+//!     it. Found by the B-tree crash matrix run with lanes on from the first change.
 //!
 //! ## Latching
 //! A change holds the X latch of its one page from the image through the page-LSN store;
@@ -103,7 +123,9 @@ use crate::lock::{
     mgl, LockDuration, LockManager, LockMode, LockName, LockOwner, LockStatus, Wait,
 };
 use crate::log::record::{LogRecord, RecordKind, RecordRole};
-use crate::log::LogManager;
+#[cfg(doc)]
+use crate::log::LogOptions;
+use crate::log::{Lane, LogManager};
 use crate::types::{Lsn, PageId, TxnId};
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
@@ -304,10 +326,11 @@ impl TxnManager {
         page: &mut ExclusiveGuard<'_>,
         rec: &LogRecord,
         near: Option<usize>,
+        mut lane: Option<&mut Lane>,
     ) -> Result<Lsn> {
         debug_assert_eq!(page.page_id(), rec.page_id);
         self.log.check_append(rec)?;
-        self.ensure_image(page)?;
+        self.ensure_image(page, lane.as_deref_mut())?;
         let pid = page.page_id();
         self.resources.redo(
             Lsn::ZERO, // not logged yet (`ResourceManager::redo`)
@@ -316,7 +339,16 @@ impl TxnManager {
             &mut page.page_mut(),
             near,
         )?;
-        match self.log.append_checked(rec) {
+        let appended = match lane {
+            // Lane rules L1 and L2: above the page's LSN, read under its X latch, and the
+            // transaction's previous record.
+            Some(lane) => {
+                self.log
+                    .append_in_lane_checked(lane, rec, page.page_lsn().max(rec.prev_lsn))
+            }
+            None => self.log.append_checked(rec),
+        };
+        match appended {
             Ok(lsn) => {
                 page.set_page_lsn(lsn);
                 Ok(lsn)
@@ -333,13 +365,22 @@ impl TxnManager {
     /// Rule 3: marks a clean `page` dirty and logs its image, unless the frame knows an
     /// image logged since the newest checkpoint began (then the page's recovery LSN becomes
     /// that image's LSN, and nothing is logged).
-    pub(crate) fn ensure_image(&self, page: &mut ExclusiveGuard<'_>) -> Result<()> {
+    pub(crate) fn ensure_image(
+        &self,
+        page: &mut ExclusiveGuard<'_>,
+        lane: Option<&mut Lane>,
+    ) -> Result<()> {
         if page.is_dirty() {
             return Ok(());
         }
         let known = page.image_lsn();
         if known == Lsn::ZERO {
-            page.mark_dirty();
+            match &lane {
+                // Lane rule L4: the record about to dirty the page may lie below the log's
+                // end; its lane's next claim bounds it.
+                Some(l) => page.mark_dirty_since(self.log.lane_bound(l)),
+                None => page.mark_dirty(),
+            }
         } else {
             page.mark_dirty_since(known);
             // Dekker pair with `publish_checkpoint_begin`: either this load sees the new
@@ -350,10 +391,19 @@ impl TxnManager {
             if known.0 >= self.checkpoint_begin.load(SeqCst) {
                 return Ok(());
             }
-            // A fresh image after all: the recovery LSN need not reach back to the old one.
-            page.reset_rec_lsn();
+            // A fresh image after all: the recovery LSN need not reach back to the old one
+            // (in a lane it keeps `known`, which is lower than the image: lane rule L4).
+            if lane.is_none() {
+                page.reset_rec_lsn();
+            }
         }
-        let lsn = self.append_image(page, 0)?;
+        let lsn = match lane {
+            Some(l) => {
+                let rec = image_record(page, 0);
+                self.log.append_in_lane_checked(l, &rec, page.page_lsn())?
+            }
+            None => self.append_image(page, 0)?,
+        };
         page.set_image_lsn(lsn);
         Ok(())
     }
@@ -371,17 +421,9 @@ impl TxnManager {
         self.pool.set_image_horizon(begin);
     }
 
-    /// Appends an image of `page` (flags as in [`image`]); returns its LSN.
+    /// Appends an image of `page` (flags as in [`image`]) globally; returns its LSN.
     pub(crate) fn append_image(&self, page: &ExclusiveGuard<'_>, flags: u32) -> Result<Lsn> {
-        self.log.append(&LogRecord {
-            kind: RecordKind::PageImage,
-            txn_id: TxnId::NONE,
-            prev_lsn: Lsn::ZERO,
-            page_id: page.page_id(),
-            undo_next_lsn: Lsn::ZERO,
-            redo: image::encode(page.bytes(), flags),
-            undo: Vec::new(),
-        })
+        self.log.append(&image_record(page, flags))
     }
 
     /// Undoes the record of `entry` at `lsn` (one step of a rollback) and returns the LSN of
@@ -470,7 +512,7 @@ impl UndoContext<'_> {
             redo,
             undo: Vec::new(),
         };
-        let lsn = self.mgr.log_change(page, &rec, None)?;
+        let lsn = self.mgr.log_change(page, &rec, None, None)?;
         self.entry.set_last(lsn);
         Ok(lsn)
     }
@@ -484,5 +526,18 @@ impl UndoContext<'_> {
     /// a B-tree split to make room for a key it puts back).
     pub fn manager(&self) -> &TxnManager {
         self.mgr
+    }
+}
+
+/// The `PageImage` record of `page` (flags as in [`image`]).
+fn image_record(page: &ExclusiveGuard<'_>, flags: u32) -> LogRecord {
+    LogRecord {
+        kind: RecordKind::PageImage,
+        txn_id: TxnId::NONE,
+        prev_lsn: Lsn::ZERO,
+        page_id: page.page_id(),
+        undo_next_lsn: Lsn::ZERO,
+        redo: image::encode(page.bytes(), flags),
+        undo: Vec::new(),
     }
 }

@@ -238,7 +238,17 @@ impl LogManager {
 /// working, never while sleeping (invariant 7); it exits when the manager is gone, closed or
 /// failed.
 pub(super) fn flusher_main(log: Weak<LogManager>, sig: Arc<Signals>) {
+    let mut last_lane_check = Instant::now();
     loop {
+        if let Some(strong) = log.upgrade() {
+            // Lane rule L6, at most once a nap (so a claim has had time to move), before
+            // `ctl` (closing a chunk appends a padding record, which may take it).
+            let nap = Duration::from_millis(strong.options.lazy_flush_interval_ms.max(1));
+            if last_lane_check.elapsed() >= nap.min(Duration::from_millis(FLUSHER_NAP_MS)) {
+                strong.close_stale_chunks();
+                last_lane_check = Instant::now();
+            }
+        }
         let mut g = sig.ctl.lock();
         let Some(strong) = log.upgrade() else { return };
         match strong.next_work() {
