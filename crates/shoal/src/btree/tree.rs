@@ -334,8 +334,8 @@ impl BTree {
             let mut g = pool.fix_new(root, PageType::BTreeLeaf)?;
             NodeImage::empty_root(root).write_to(&mut g.page_mut(), root)?;
             sys.log_new_page(&mut g)?;
+            sys.commit()?; // transaction rule 8: before the latch goes
         }
-        sys.commit()?;
         Ok(BTree {
             pool,
             space: space.clone(),

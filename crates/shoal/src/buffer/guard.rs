@@ -139,6 +139,24 @@ impl<'a> ExclusiveGuard<'a> {
         fr.rec_lsn.store(self.pool.wal.current_lsn().0, Relaxed);
     }
 
+    /// [`ExclusiveGuard::reset_rec_lsn`] to `lsn`, a bound of the next record that a log
+    /// lane appends (log lane rule L4), for a page marked dirty with a lower one.
+    pub(crate) fn reset_rec_lsn_to(&mut self, lsn: Lsn) {
+        self.pool.frames[self.frame as usize]
+            .rec_lsn
+            .store(lsn.0, Relaxed);
+    }
+
+    /// Lowers a dirty page's recovery LSN to `lsn` if it is above (log lane rule L4: a page
+    /// dirtied with the log's end as its recovery LSN, say by an unlogged change, may next be
+    /// changed by a lane record below that end). A clean page is left alone.
+    pub(crate) fn lower_rec_lsn(&mut self, lsn: Lsn) {
+        let fr = &self.pool.frames[self.frame as usize];
+        if fr.dirty.load(Relaxed) && fr.rec_lsn.load(Relaxed) > lsn.0 {
+            fr.rec_lsn.fetch_min(lsn.0, Relaxed);
+        }
+    }
+
     /// The LSN of a full-page image of this page after which every change of it is logged
     /// ([`Lsn::ZERO`] if none is known: the page was read from disk or just created). The
     /// transaction manager uses it to skip images (txn rule 3).
@@ -243,20 +261,21 @@ impl BufferPool {
     /// Raises the page LSN of page `pid`, in frame `frame`, to at least `lsn`, on behalf of
     /// the thread that holds the frame X-latched through a guard it cannot hand over: a
     /// system transaction's commit, whose caller holds the latches of every page it changed
-    /// that other threads can reach (transaction rules 8 and 12). The page LSN may then
-    /// name a record that is not a change of this page (the commit); redo only compares
-    /// page LSNs, and the page holds every change logged below it. Returns false, changing
-    /// nothing, if the frame no longer holds `pid` X-latched: a page of a structure no other
-    /// thread can reach yet (a tree being created), released before the commit, which no
-    /// later change can precede.
-    pub(crate) fn raise_page_lsn_latched(&self, frame: u32, pid: PageId, lsn: Lsn) -> bool {
+    /// (transaction rules 8 and 12). The page LSN may then name a record that is not a
+    /// change of this page (the commit); redo only compares page LSNs, and the page holds
+    /// every change logged below it.
+    ///
+    /// # Panics
+    /// If the frame does not hold `pid` X-latched: its system transaction released the
+    /// latch before committing, breaking rule 8, and the frame may hold another page by now.
+    pub(crate) fn raise_page_lsn_latched(&self, frame: u32, pid: PageId, lsn: Lsn) {
         let fr = &self.frames[frame as usize];
-        if !fr.latch.is_exclusive() || fr.page_id.load(Relaxed) != pid.0 {
-            return false;
-        }
+        assert!(
+            fr.latch.is_exclusive() && fr.page_id.load(Relaxed) == pid.0,
+            "page {pid}: its latch was released before its system transaction committed"
+        );
         if header::page_lsn(&AtomicBytes::new(self.words(frame))) < lsn {
             header::set_page_lsn(&mut AtomicBytesMut::new(self.words(frame)), lsn);
         }
-        true
     }
 }

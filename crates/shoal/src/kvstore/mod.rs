@@ -92,12 +92,15 @@ impl KvStore {
         let mut sys = txns.begin_system();
         let root = space.allocate()?;
         let mut bucket_ids = Vec::with_capacity(buckets);
+        // Kept latched until the commit (transaction rule 8).
+        let mut latched = Vec::with_capacity(buckets + 1);
         for _ in 0..buckets {
             let pid = space.allocate()?;
             let mut g = pool.fix_new(pid, PageType::Slotted)?;
             slotted::init(&mut g.page_mut(), pid, PageType::Slotted, 0);
             sys.log_new_page(&mut g)?;
             bucket_ids.push(pid);
+            latched.push(g);
         }
         {
             let mut g = pool.fix_new(root, PageType::Slotted)?;
@@ -114,8 +117,10 @@ impl KvStore {
                 }
             }
             sys.log_new_page(&mut g)?;
+            latched.push(g);
         }
         sys.commit()?;
+        drop(latched);
         Ok(KvStore {
             pool,
             root,

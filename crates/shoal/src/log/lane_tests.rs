@@ -228,3 +228,33 @@ fn lanes_appenders_and_waiters_race() {
     assert_eq!(found, expected.len(), "every record read back");
     assert_eq!(pos, log.end_lsn().0, "the log ends after its last record");
 }
+
+/// Stopping the log (an engine dropped, not closed) with a chunk open writes everything appended,
+/// past the chunk: its last rounds close every chunk (rule L6). Without that, a `Lazy`
+/// bulk load's last commits were lost at the next open.
+#[test]
+fn dropping_the_log_writes_past_an_open_chunk() {
+    let (st, log) = open(1 << 20);
+    let mut lane = Lane::default();
+    log.append_in_lane(&mut lane, &rec(1, 0, 64), Lsn::ZERO)
+        .unwrap();
+    let global = log.append(&rec(2, 0, 64)).unwrap();
+    let end = log.end_lsn();
+    // What dropping an engine does (its `Drop` stops the log's threads, then drops it).
+    log.stop_threads();
+    drop(log);
+    let o = LogOptions {
+        segment_size_bytes: 256 << 10,
+        buffer_size_bytes: 1 << 20,
+        durability: Durability::Lazy,
+        ..LogOptions::default()
+    };
+    let again = LogManager::open(st, &o).unwrap();
+    assert!(
+        again.end_lsn() >= end,
+        "the record at {global} was lost: end {} < {end}",
+        again.end_lsn()
+    );
+    assert_eq!(again.read_record(global).unwrap().txn_id, TxnId(2));
+    drop(lane);
+}

@@ -423,7 +423,7 @@ impl LogManager {
 
     /// What every append does once its record is written and completed: wakes the flusher
     /// if the buffer is filling or a committer waits on it, and counts it.
-    #[inline]
+    #[inline(always)]
     fn after_write(&self, r: super::buffer::Reservation) {
         fence(SeqCst); // invariant 5: slot store before the `requested` load
         let quarter = self.buffer.capacity() / 4;
@@ -735,6 +735,9 @@ impl LogManager {
         if handles.iter().flatten().any(|h| h.thread().id() == me) {
             return;
         }
+        // Lane rule L6: the flusher's last rounds then write past every chunk (taken here,
+        // off the log's threads: closing appends padding, which may take `ctl`).
+        self.close_chunks_below(u64::MAX);
         {
             let _g = self.sig.ctl.lock();
             self.sig.flusher_cv.notify_all();

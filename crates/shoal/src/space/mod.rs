@@ -38,7 +38,11 @@
 //!    [`SpaceManager::free_durable`] that is told the log is durable that far (a B-tree merge
 //!    frees its merged-away page so, instead of waiting for a log sync in its thread). A
 //!    page still queued at a crash (or when the engine is dropped without `close`, which
-//!    drains the queue) stays marked allocated: a leak, never a double use.
+//!    drains the queue) stays marked allocated: a leak, never a double use. Every caller
+//!    does so (a B-tree merge, a dropped table after its commit is durable, a table whose
+//!    creation rolled back), so every record of a page's earlier life lies below the log's
+//!    durable end when the page is allocated again: a new page's image appended in a log
+//!    lane relies on it (`Transaction::log_new_page`).
 //! 6. **Unlink epoch.** Whoever makes a page unreachable from the structure that held it (a
 //!    B-tree merge, a root shrink) calls [`SpaceManager::note_unlinked`] while it still holds
 //!    that page's X latch; [`SpaceManager::free`] bumps the epoch too. So a page id cached

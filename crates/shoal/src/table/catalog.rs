@@ -213,13 +213,17 @@ impl Catalog {
 
     /// Frees `tree`'s pages if `txn` rolls back (its catalog entry is gone then, and no
     /// other transaction could see the tree: the entry was X-locked).
+    ///
+    /// Freed once the log is durable past the rollback (space invariant 5), so that every
+    /// record of a page's old life lies below the durable end when the page is handed out
+    /// again (what a new page's image in a log lane relies on: `Transaction::log_new_page`).
     fn free_on_rollback(&self, txn: &mut Transaction<'_>, tree: BTree) {
         let space = self.space.clone();
+        let log = txn.manager().log().clone();
         txn.on_rollback(move || {
-            for p in tree.verify()?.pages {
-                space.free(p)?;
-            }
-            Ok(())
+            let pages: Vec<_> = tree.verify()?.pages.into_iter().collect();
+            space.free_after(&pages, log.end_lsn())?;
+            space.free_durable(log.durable_lsn()).map(|_| ())
         });
     }
 

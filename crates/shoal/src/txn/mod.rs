@@ -343,8 +343,9 @@ impl TxnManager {
             // Lane rules L1 and L2: above the page's LSN, read under its X latch, and the
             // transaction's previous record.
             Some(lane) => {
-                self.log
-                    .append_in_lane_checked(lane, rec, page.page_lsn().max(rec.prev_lsn))
+                // The page's image (rule 3) may be newer than its page LSN.
+                let after = page.page_lsn().max(page.image_lsn()).max(rec.prev_lsn);
+                self.log.append_in_lane_checked(lane, rec, after)
             }
             None => self.log.append_checked(rec),
         };
@@ -371,6 +372,11 @@ impl TxnManager {
         lane: Option<&mut Lane>,
     ) -> Result<()> {
         if page.is_dirty() {
+            if let Some(l) = &lane {
+                // Lane rule L4: dirtied with the log's end as its recovery LSN (an unlogged
+                // change of a space map page does that), it may now be changed below it.
+                page.lower_rec_lsn(self.log.lane_bound(l));
+            }
             return Ok(());
         }
         let known = page.image_lsn();
@@ -391,10 +397,10 @@ impl TxnManager {
             if known.0 >= self.checkpoint_begin.load(SeqCst) {
                 return Ok(());
             }
-            // A fresh image after all: the recovery LSN need not reach back to the old one
-            // (in a lane it keeps `known`, which is lower than the image: lane rule L4).
-            if lane.is_none() {
-                page.reset_rec_lsn();
+            // A fresh image after all: the recovery LSN need not reach back to the old one.
+            match &lane {
+                Some(l) => page.reset_rec_lsn_to(self.log.lane_bound(l)), // lane rule L4
+                None => page.reset_rec_lsn(),
             }
         }
         let lsn = match lane {

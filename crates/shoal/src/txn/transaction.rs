@@ -275,8 +275,11 @@ impl<'m> Transaction<'m> {
             undo,
         };
         self.changes = self.changes.saturating_add(1);
+        // Turned on when a user transaction crosses the threshold, not at each change past
+        // it, so that a lane that turned itself off (lane module doc) stays off until the
+        // next bulk transaction.
         let after = mgr.log.lane_after_records();
-        let bulk = !self.system && after > 0 && self.changes > after;
+        let bulk = !self.system && after > 0 && self.changes == after.saturating_add(1);
         let lsn = mgr
             .log
             .with_lane(bulk, |lane| mgr.log_change(page, &rec, near, lane))?;
