@@ -353,12 +353,18 @@ impl<'m> Transaction<'m> {
         };
         let mgr = self.mgr;
         mgr.check_healthy()?;
-        let lsn = mgr.log.append(&LogRecord::control(
-            RecordKind::Commit,
-            self.id,
-            entry.last(),
-            Vec::new(),
-        ))?;
+        let rec = LogRecord::control(RecordKind::Commit, self.id, entry.last(), Vec::new());
+        let lsn = if self.system {
+            // Rule 12: in the thread's lane, if on, so that the pages whose LSNs it raises
+            // can be changed next in the same chunk (a bulk load's next insert goes to the
+            // page its split just made). A user commit is appended globally (lane rule L3).
+            mgr.log.with_lane(false, |lane| match lane {
+                Some(lane) => mgr.log.append_in_lane_checked(lane, &rec, entry.last()),
+                None => mgr.log.append(&rec),
+            })?
+        } else {
+            mgr.log.append(&rec)?
+        };
         entry.set_last(lsn);
         // Rule 12: later changes of the pages a system transaction changed follow its
         // commit, also from a log lane whose chunk lies between its records and its commit.

@@ -25,10 +25,12 @@
 //! - **L2, order in a transaction.** `after` is also at least the transaction's last LSN,
 //!   so its records ascend whichever way each was appended (a global append lies past
 //!   every reservation), as analysis's chain check and savepoints need.
-//! - **L3, commits stay in order.** Commit and abort records never go in a chunk. A
-//!   transaction that read another's change, released early (transaction rule 9), commits
-//!   after that commit record was appended, and so, reserving globally, above it: making
-//!   its own commit durable makes that one durable too.
+//! - **L3, commits stay in order.** A user transaction's commit, abort and end records
+//!   never go in a chunk. A transaction that read another's change, released early
+//!   (transaction rule 9), commits after that commit record was appended, and so,
+//!   reserving globally, above it: making its own commit durable makes that one durable
+//!   too. A system transaction's commit may (transaction rule 12: it raises the LSNs of
+//!   the pages it changed to its own, so whatever depends on it lies above it by rule L1).
 //! - **L4, lower bounds.** Where a layer above needs an LSN at or below every record a
 //!   thread will append — a page's recovery LSN when it is dirtied, a transaction's first
 //!   LSN when it registers — it takes [`LogManager::lane_bound`] of the thread's lane (its
@@ -246,10 +248,8 @@ impl LogManager {
         record: &LogRecord,
         after: Lsn,
     ) -> Result<Lsn> {
-        debug_assert!(!matches!(
-            record.kind,
-            RecordKind::Commit | RecordKind::Abort | RecordKind::End
-        ));
+        // A system transaction's commit may come here (transaction rule 12); a user's may not.
+        debug_assert!(!matches!(record.kind, RecordKind::Abort | RecordKind::End));
         self.check_usable()?;
         let len = record.encoded_len() as u64;
         let max = self.chunk_max();
