@@ -184,7 +184,8 @@ impl BTree {
         let is_root = p.page_id() == self.root;
         let parent_free_after = pn.free_bytes() + pn.entry_len(sep_slot)? + NODE_SLOT_SIZE;
         let rid = r.page_id();
-        self.system_txn(txns, |sys, step| {
+        let sources = l.page_lsn().max(r.page_lsn()).max(p.page_lsn());
+        self.system_txn(txns, sources, |sys, step| {
             sys.change(l, wal::redo_format(&merged), wal::redo_format(&li))?;
             step()?;
             sys.change(
@@ -231,7 +232,8 @@ impl BTree {
             if img.tree != self.root || img.low.is_some() || img.high.is_some() {
                 return Err(self.corrupt(child, "the root's only child does not cover every key"));
             }
-            self.system_txn(txns, |sys, step| {
+            let sources = x.page_lsn().max(c.page_lsn());
+            self.system_txn(txns, sources, |sys, step| {
                 sys.change(&mut x, wal::redo_format(&img), wal::redo_format(&old))?;
                 step()
             })?;

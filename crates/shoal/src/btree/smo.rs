@@ -9,7 +9,7 @@ use crate::buffer::ExclusiveGuard;
 use crate::error::Result;
 use crate::page::{PageRead, PageType};
 use crate::txn::{Transaction, TxnManager};
-use crate::types::PageId;
+use crate::types::{Lsn, PageId};
 
 /// Where a node splits: entries `0..keep` stay, the rest (for an inner node: after entry
 /// `keep`, whose child becomes the right node's leftmost) move right, and `sep` (entry
@@ -238,12 +238,19 @@ impl BTree {
     /// another succeeded (only a log failure can do that), the pool is failed and the
     /// transaction is left for restart to roll back: undoing it here would need latches the
     /// caller holds.
+    ///
+    /// `sources` is the highest page LSN of the pages whose content its records carry
+    /// besides their own (a split's left page, a merge's right page, the root whose entries
+    /// a grown root's new children take): in a log lane, each of its records goes above it
+    /// (transaction rule 13).
     pub(super) fn system_txn(
         &self,
         txns: &TxnManager,
+        sources: Lsn,
         body: impl FnOnce(&mut Transaction<'_>, &mut dyn FnMut() -> Result<()>) -> Result<()>,
     ) -> Result<()> {
         let mut sys = txns.begin_system();
+        sys.order_after(sources);
         let mut step = 0;
         let mut after_step = || {
             step += 1;
@@ -286,7 +293,8 @@ impl BTree {
         let r = &mut r;
         // The left half's new high fence is the right half's low fence.
         let high = right.low;
-        self.system_txn(txns, |sys, step| {
+        let sources = x.page_lsn().max(p.page_lsn());
+        self.system_txn(txns, sources, |sys, step| {
             sys.log_new_page(r)?;
             step()?;
             sys.change(
@@ -350,7 +358,8 @@ impl BTree {
             high: None,
             entries: vec![inner_entry(&plan.sep, bid)],
         };
-        self.system_txn(txns, |sys, step| {
+        let sources = root.page_lsn();
+        self.system_txn(txns, sources, |sys, step| {
             sys.log_new_page(&mut a)?;
             sys.log_new_page(&mut b)?;
             step()?;

@@ -44,16 +44,24 @@ pub struct LogOptions {
     /// `Lazy` no commit waits for a sync, and zeros would only double the bytes written.
     /// 0 turns it off; otherwise it must be at least 64 KiB. Default 4 MiB.
     pub preallocate_bytes: u64,
-    /// Page changes a user transaction logs before its thread's log lane turns on
-    /// (`LogManager` lane rules; transaction rule 11): from then on that thread claims log
-    /// a chunk of up to 32 KiB at a time instead of touching the shared reservation counter
-    /// for every record. 0 turns lanes off. Default [`LANE_AFTER_RECORDS`].
+    /// **Experimental; off by default.** Page changes a user transaction logs before its
+    /// thread's log lane turns on (`LogManager` lane rules; transaction rule 11): from then
+    /// on that thread claims log a chunk of up to 32 KiB at a time instead of touching the
+    /// shared reservation counter for every record. 0 (the default) turns lanes off.
+    ///
+    /// Why it is off: the concurrent B-tree crash matrix with lanes on from every
+    /// transaction's first change (`concurrent_btree_in_log_lanes_*` in
+    /// `tests/btree_crash.rs`, long suite) failed in about one run in three until, at the end
+    /// of the session that added lanes, its cause was found and fixed (transaction rule 13:
+    /// a structure change's records carry other pages' content). It has passed 18 runs
+    /// since, which is not yet enough to trust it with data (`docs/benchmarks.md`, engine
+    /// update 26). [`LANE_AFTER_RECORDS`] is the value it was measured with.
     pub lane_after_records: u32,
 }
 
-/// The default of [`LogOptions::lane_after_records`]: more page changes than a TPC-C
-/// New-Order or Delivery logs, so only bulk writers, whose padding is small beside their
-/// log, use lanes.
+/// The value of [`LogOptions::lane_after_records`] lanes were measured with (the default is
+/// 0, lanes off): more page changes than a TPC-C New-Order or Delivery logs, so only bulk
+/// writers, whose padding is small beside their log, would use lanes.
 pub const LANE_AFTER_RECORDS: u32 = 256;
 
 impl Default for LogOptions {
@@ -65,7 +73,7 @@ impl Default for LogOptions {
             lazy_flush_interval_ms: 10,
             direct_io: true,
             preallocate_bytes: 4 << 20,
-            lane_after_records: LANE_AFTER_RECORDS,
+            lane_after_records: 0,
         }
     }
 }

@@ -74,7 +74,8 @@
 //!     lock: TPC-B at 16 threads fell back from 116 k to 32 k). The gate is a soft limit
 //!     (a wait of at most `admission::MAX_WAIT`), so a lock wait, or threads that wait for
 //!     each other inside transactions, cannot deadlock through it.
-//! 11. **Log lanes for bulk writers** (`log::manager::lane`): once a user transaction
+//! 11. **Log lanes for bulk writers** (`log::manager::lane`; experimental, off unless
+//!     `LogOptions::lane_after_records` is set, rule 12 with it): once a user transaction
 //!     has logged more than [`LogOptions::lane_after_records`] page changes (default 256),
 //!     its thread's [`Lane`]
 //!     turns on, and from then on the page changes of every transaction of that thread —
@@ -98,6 +99,12 @@
 //!     commit itself goes in the thread's lane when one is on: a global one lies past the
 //!     lane's chunk, and the bulk load's next insert, into the page its split just made,
 //!     would have to close the chunk (29 % more log in the insert benchmark).
+//! 13. **A record that carries other pages' content goes above their LSNs.** A merge's
+//!     format of its left page holds the right page's entries, a split's new page and a
+//!     grown root's new children hold entries of the page they came from: in a lane, such
+//!     a record's own page's LSN does not bound the changes it carries, and a record of
+//!     the source page above it would be redone again on top of them. The B-tree passes
+//!     the source pages' highest LSN ([`Transaction::order_after`]).
 //!
 //! ## Latching
 //! A change holds the X latch of its one page from the image through the page-LSN store;
@@ -331,6 +338,7 @@ impl TxnManager {
         rec: &LogRecord,
         near: Option<usize>,
         mut lane: Option<&mut Lane>,
+        floor: Lsn,
     ) -> Result<Lsn> {
         debug_assert_eq!(page.page_id(), rec.page_id);
         self.log.check_append(rec)?;
@@ -348,7 +356,11 @@ impl TxnManager {
             // transaction's previous record.
             Some(lane) => {
                 // The page's image (rule 3) may be newer than its page LSN.
-                let after = page.page_lsn().max(page.image_lsn()).max(rec.prev_lsn);
+                let after = page
+                    .page_lsn()
+                    .max(page.image_lsn())
+                    .max(rec.prev_lsn)
+                    .max(floor);
                 self.log.append_in_lane_checked(lane, rec, after)
             }
             None => self.log.append_checked(rec),
@@ -522,7 +534,7 @@ impl UndoContext<'_> {
             redo,
             undo: Vec::new(),
         };
-        let lsn = self.mgr.log_change(page, &rec, None, None)?;
+        let lsn = self.mgr.log_change(page, &rec, None, None, Lsn::ZERO)?;
         self.entry.set_last(lsn);
         Ok(lsn)
     }

@@ -59,6 +59,8 @@ pub struct Transaction<'m> {
     /// A system transaction's changed pages (frame, page id), whose page LSNs its commit
     /// raises to the commit's LSN (rule 12).
     touched: Vec<(u32, PageId)>,
+    /// Every record this transaction appends in a log lane goes above this LSN (rule 13).
+    floor: Lsn,
 }
 
 /// A point in a transaction to roll back to ([`Transaction::savepoint`]).
@@ -106,7 +108,16 @@ impl<'m> Transaction<'m> {
             locks: None,
             changes: 0,
             touched: Vec::new(),
+            floor: Lsn::ZERO,
         }
+    }
+
+    /// Makes every record this transaction appends from now on in a log lane lie above
+    /// `lsn` (rule 13): a structure change whose records carry content of pages other than
+    /// their own (a merge's left page gets the right page's entries) passes the highest
+    /// page LSN of those pages, which a lane record's own page does not bound.
+    pub fn order_after(&mut self, lsn: Lsn) {
+        self.floor = self.floor.max(lsn);
     }
 
     /// The transaction's id.
@@ -280,9 +291,10 @@ impl<'m> Transaction<'m> {
         // next bulk transaction.
         let after = mgr.log.lane_after_records();
         let bulk = !self.system && after > 0 && self.changes == after.saturating_add(1);
+        let floor = self.floor;
         let lsn = mgr
             .log
-            .with_lane(bulk, |lane| mgr.log_change(page, &rec, near, lane))?;
+            .with_lane(bulk, |lane| mgr.log_change(page, &rec, near, lane, floor))?;
         entry.set_last(lsn);
         if self.system {
             self.touched.push((page.frame_index(), page.page_id()));
@@ -310,7 +322,7 @@ impl<'m> Transaction<'m> {
             Some(lane) => {
                 page.mark_dirty_since(mgr.log.lane_bound(lane));
                 let below_durable = Lsn(mgr.log.durable_lsn().0.saturating_sub(1));
-                let after = page.page_lsn().max(below_durable);
+                let after = page.page_lsn().max(below_durable).max(self.floor);
                 mgr.log
                     .append_in_lane_checked(lane, &image_record(page, SELF_LSN), after)
             }
@@ -359,7 +371,10 @@ impl<'m> Transaction<'m> {
             // can be changed next in the same chunk (a bulk load's next insert goes to the
             // page its split just made). A user commit is appended globally (lane rule L3).
             mgr.log.with_lane(false, |lane| match lane {
-                Some(lane) => mgr.log.append_in_lane_checked(lane, &rec, entry.last()),
+                Some(lane) => {
+                    let after = entry.last().max(self.floor);
+                    mgr.log.append_in_lane_checked(lane, &rec, after)
+                }
                 None => mgr.log.append(&rec),
             })?
         } else {
