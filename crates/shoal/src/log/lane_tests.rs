@@ -24,15 +24,19 @@ fn rec(txn: u64, seq: u32, len: usize) -> LogRecord {
     }
 }
 
-fn open(buffer: usize) -> (Arc<dyn Storage>, Arc<LogManager>) {
-    let st: Arc<dyn Storage> = Arc::new(FaultStorage::new(FaultConfig::new(7)).unwrap());
-    let o = LogOptions {
+/// `Lazy` options with a ring of `buffer` bytes.
+fn options(buffer: usize) -> LogOptions {
+    LogOptions {
         segment_size_bytes: 256 << 10,
         buffer_size_bytes: buffer,
         durability: Durability::Lazy,
         ..LogOptions::default()
-    };
-    let log = LogManager::open(st.clone(), &o).unwrap();
+    }
+}
+
+fn open(buffer: usize) -> (Arc<dyn Storage>, Arc<LogManager>) {
+    let st: Arc<dyn Storage> = Arc::new(FaultStorage::new(FaultConfig::new(7)).unwrap());
+    let log = LogManager::open(st.clone(), &options(buffer)).unwrap();
     (st, log)
 }
 
@@ -93,13 +97,7 @@ fn lane_records_read_back_with_paddings_between() {
     let end = log.end_lsn();
     log.close().unwrap();
     drop(log);
-    let o = LogOptions {
-        segment_size_bytes: 256 << 10,
-        buffer_size_bytes: 1 << 20,
-        durability: Durability::Lazy,
-        ..LogOptions::default()
-    };
-    let again = LogManager::open(st, &o).unwrap();
+    let again = LogManager::open(st, &options(1 << 20)).unwrap();
     assert_eq!(
         again.end_lsn(),
         end,
@@ -243,13 +241,7 @@ fn dropping_the_log_writes_past_an_open_chunk() {
     // What dropping an engine does (its `Drop` stops the log's threads, then drops it).
     log.stop_threads();
     drop(log);
-    let o = LogOptions {
-        segment_size_bytes: 256 << 10,
-        buffer_size_bytes: 1 << 20,
-        durability: Durability::Lazy,
-        ..LogOptions::default()
-    };
-    let again = LogManager::open(st, &o).unwrap();
+    let again = LogManager::open(st, &options(1 << 20)).unwrap();
     assert!(
         again.end_lsn() >= end,
         "the record at {global} was lost: end {} < {end}",
