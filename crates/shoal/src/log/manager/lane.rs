@@ -297,12 +297,13 @@ impl LogManager {
                     lane.next = (lane.next.max(CHUNK_FIRST_BYTES) * 2).min(max);
                     lane.wasted = 0;
                 } else if unused * 2 > c.end - c.start {
-                    lane.wasted += 1;
+                    lane.wasted = lane.wasted.saturating_add(1);
                 }
                 self.end_chunk(lane);
                 if lane.wasted >= WASTE_LIMIT {
                     lane.active = false;
                     lane.next = 0;
+                    lane.wasted = 0;
                     return self.append_checked(record);
                 }
             }
