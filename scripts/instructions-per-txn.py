@@ -30,8 +30,10 @@ import subprocess
 import sys
 import tempfile
 
-# Every benchmark calls its operation through this trait method once per transaction.
+# Every benchmark calls its operation through this trait method once per transaction; an
+# impl in another module than its type demangles as `<impl ...MicroBench for ...>::op`.
 OP_CALL = "MicroBench>::op"
+OP_CALL_RE = re.compile(r"MicroBench(?: for [\w:]+)?>::op\b")
 
 
 def calls_and_total(path):
@@ -47,7 +49,7 @@ def calls_and_total(path):
                 cfn = ident if kind == "cfn" else cfn
                 continue
             m = re.match(r"calls=(\d+)", line)
-            if m and cfn is not None and OP_CALL in names.get(cfn, ""):
+            if m and cfn is not None and OP_CALL_RE.search(names.get(cfn, "")):
                 calls += int(m.group(1))
                 continue
             m = re.match(r"(?:summary|totals):\s+(\d+)", line)

@@ -203,6 +203,8 @@ mod wal;
 #[cfg(all(test, not(loom)))]
 mod batch_tests;
 #[cfg(all(test, not(loom)))]
+mod lane_tests;
+#[cfg(all(test, not(loom)))]
 mod tests;
 
 pub use cursor::{Cursor, ScanDirection};

@@ -155,7 +155,7 @@ impl BTree {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::super::tests::{assert_sound, key, open, value};
+    use super::super::tests::{assert_sound, key, open, open_without_lanes, value};
     use super::*;
     use crate::io::{FaultConfig, FaultStorage};
 
@@ -258,7 +258,7 @@ mod tests {
         let root;
         let long = |i: u64| value(i, 300);
         {
-            let e = open(&disk, 64);
+            let e = open_without_lanes(&disk, 64);
             let t = BTree::create(e.txns(), e.space()).unwrap();
             root = t.root();
             let mut tx = e.begin();

@@ -35,6 +35,17 @@ pub(crate) fn open(disk: &FaultStorage, pool_pages: usize) -> Engine {
     Engine::open(s, &options(pool_pages), &log_options()).unwrap()
 }
 
+/// [`open`] with log lanes off even in a `lanes-everywhere` build, for a test that counts
+/// the bytes a change logs by the log's end LSN (a lane moves it a whole chunk at once).
+pub(crate) fn open_without_lanes(disk: &FaultStorage, pool_pages: usize) -> Engine {
+    let s: Arc<dyn Storage> = Arc::new(disk.clone());
+    let log = LogOptions {
+        lane_after_records: 0,
+        ..log_options()
+    };
+    Engine::open(s, &options(pool_pages), &log).unwrap()
+}
+
 pub(crate) fn key(i: u64) -> Vec<u8> {
     i.to_be_bytes().to_vec()
 }

@@ -64,6 +64,15 @@ pub struct LogOptions {
 /// writers, whose padding is small beside their log, would use lanes.
 pub const LANE_AFTER_RECORDS: u32 = 256;
 
+/// The default [`LogOptions::lane_after_records`]: 0 (lanes off), or 1 (lanes on from a
+/// user transaction's second page change) in a build with the test-only `lanes-everywhere`
+/// feature, which runs the whole test suite in lanes.
+const DEFAULT_LANE_AFTER_RECORDS: u32 = if cfg!(feature = "lanes-everywhere") {
+    1
+} else {
+    0
+};
+
 impl Default for LogOptions {
     fn default() -> Self {
         LogOptions {
@@ -73,7 +82,7 @@ impl Default for LogOptions {
             lazy_flush_interval_ms: 10,
             direct_io: true,
             preallocate_bytes: 4 << 20,
-            lane_after_records: 0,
+            lane_after_records: DEFAULT_LANE_AFTER_RECORDS,
         }
     }
 }

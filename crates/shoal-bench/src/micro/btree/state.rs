@@ -350,6 +350,8 @@ impl MicroBench for BtreeBench {
     }
 
     #[inline]
+    // Not inlined, so that `scripts/instructions-per-txn.py` finds and counts it.
+    #[inline(never)]
     fn op(state: &BtreeState, thread_idx: usize, ctx: &mut ThreadCtx) -> Result<()> {
         let t = match &state.data {
             Data::Map(map) => {

@@ -1,0 +1,164 @@
+//! B-tree changes in log lanes (`log::manager::lane`, transaction rules 11–13) when a
+//! transaction moves between threads: lanes live in thread-local storage, so a transaction
+//! that logs on one thread and then on another appends to two lanes, and its records must
+//! still ascend (lane rule L2) for rollback and restart to walk its chain.
+
+use super::tests::{assert_sound, key, options, value};
+use super::BTree;
+use crate::engine::Engine;
+use crate::io::{FaultConfig, FaultStorage, Storage};
+use crate::log::record::RecordKind;
+use crate::log::{Durability, LogOptions, FIRST_LSN};
+use crate::txn::Transaction;
+use crate::types::{Lsn, TxnId};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Lanes on from every user transaction's second page change; `Lazy` commits and a long
+/// flush interval, so that no commit closes a chunk and the flusher closes only chunks idle
+/// for 20 ms (lane rule L6): a thread's chunk stays open below another thread's newer one.
+fn open(disk: &FaultStorage) -> Engine {
+    let s: Arc<dyn Storage> = Arc::new(disk.clone());
+    let log = LogOptions {
+        segment_size_bytes: 1 << 20,
+        durability: Durability::Lazy,
+        lazy_flush_interval_ms: 1_000,
+        lane_after_records: 1,
+        ..LogOptions::default()
+    };
+    Engine::open(s, &options(256), &log).unwrap()
+}
+
+/// Runs `work` on a new thread while this thread keeps its own lane's chunk open below the
+/// worker's (a transaction inserting into `busy_tree` about once a millisecond, too
+/// slowly to fill the chunk, often enough that the flusher never finds it idle).
+fn on_worker_while_busy(e: &Engine, busy_tree: &BTree, work: impl FnOnce() + Send) {
+    let done = AtomicBool::new(false);
+    let mut busy = e.begin();
+    let mut next = busy_tree.iter().count() as u64;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            work();
+            done.store(true, Release);
+        });
+        while !done.load(Acquire) {
+            insert_run(busy_tree, &mut busy, next, 1);
+            next += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    busy.commit().unwrap();
+}
+
+/// Inserts keys `from..from + n` (values of 40 bytes) in `tx`.
+fn insert_run(t: &BTree, tx: &mut Transaction<'_>, from: u64, n: u64) {
+    for i in from..from + n {
+        t.insert(tx, &key(i), &value(i, 40)).unwrap();
+    }
+}
+
+/// Fails unless every transaction's records in the durable log ascend and each one's
+/// `prev_lsn` is the record before it (lane rule L2); returns how many transactions (user
+/// and system) it checked.
+fn assert_chains_ascend(e: &Engine) -> usize {
+    e.log().wait_all_durable().unwrap();
+    let mut last: HashMap<TxnId, Lsn> = HashMap::new();
+    for (lsn, r) in e.log().records_from(FIRST_LSN).unwrap() {
+        if r.kind == RecordKind::Padding || r.txn_id == TxnId(0) {
+            continue;
+        }
+        if let Some(&prev) = last.get(&r.txn_id) {
+            assert_eq!(
+                r.prev_lsn, prev,
+                "{:?} record at {lsn} of {:?} does not follow its previous one",
+                r.kind, r.txn_id
+            );
+            assert!(lsn > prev, "{:?}: {lsn} below {prev}", r.txn_id);
+        }
+        last.insert(r.txn_id, lsn);
+    }
+    last.len()
+}
+
+/// A transaction that logs on the main thread, then on a worker thread (whose own
+/// transaction has its lane's chunk open there, above the main thread's), then on the main
+/// thread again, into pages it changed first, commits with its records in order; one moved
+/// the same way and aborted is undone; one moved and cut short by a crash is rolled back
+/// by restart, and the committed ones survive it. Fails if a lane record does not go above
+/// its transaction's previous record (checked by removing `prev_lsn` from the lane's
+/// lower bound in `TxnManager::log_change`).
+#[test]
+fn a_transaction_moved_between_threads_keeps_its_records_in_order() {
+    let disk = FaultStorage::new(FaultConfig::new(11)).unwrap();
+    let root;
+    {
+        let e = open(&disk);
+        let t = BTree::create(e.txns(), e.space()).unwrap();
+        let busy_tree = BTree::create(e.txns(), e.space()).unwrap();
+        root = t.root();
+        // Committed: 0..300 here, 300..600 on the worker, then 0..100 updated here.
+        let mut moved = e.begin();
+        insert_run(&t, &mut moved, 0, 300);
+        on_worker_while_busy(&e, &busy_tree, || {
+            let mut own = e.begin();
+            insert_run(&t, &mut own, 100_000, 200);
+            insert_run(&t, &mut moved, 300, 300);
+            insert_run(&t, &mut own, 100_200, 200);
+            own.commit().unwrap();
+        });
+        for i in 0..100 {
+            t.update(&mut moved, &key(i), &value(i + 1, 40)).unwrap();
+        }
+        moved.commit().unwrap();
+        // Aborted after moving: its inserts, updates and deletes are undone.
+        let mut aborted = e.begin();
+        insert_run(&t, &mut aborted, 1_000, 200);
+        on_worker_while_busy(&e, &busy_tree, || {
+            for i in 100..200 {
+                t.update(&mut aborted, &key(i), b"changed").unwrap();
+                t.delete(&mut aborted, &key(i + 300)).unwrap();
+            }
+            insert_run(&t, &mut aborted, 2_000, 200);
+        });
+        for i in 0..100 {
+            t.delete(&mut aborted, &key(i)).unwrap();
+        }
+        aborted.abort().unwrap();
+        let want = |i: u64| value(if i < 100 { i + 1 } else { i }, 40);
+        for i in (0..600).chain(100_000..100_400) {
+            assert_eq!(t.get(&key(i)).unwrap(), Some(want(i)), "key {i}");
+        }
+        assert_eq!(t.iter().count(), 1_000);
+        assert_sound(&t);
+        // A loser that moved: durable, uncommitted, its pages written, when the crash comes.
+        let mut loser = e.begin();
+        insert_run(&t, &mut loser, 5_000, 200);
+        on_worker_while_busy(&e, &busy_tree, || {
+            for i in 300..400 {
+                t.delete(&mut loser, &key(i)).unwrap();
+            }
+            insert_run(&t, &mut loser, 6_000, 200);
+        });
+        for i in 0..100 {
+            t.delete(&mut loser, &key(i)).unwrap();
+        }
+        assert!(assert_chains_ascend(&e) >= 4);
+        e.pool().flush_all().unwrap();
+        disk.crash_now();
+        std::mem::forget(loser);
+    }
+    disk.restart();
+    let e = open(&disk);
+    assert_eq!(e.restart_report().losers, 1, "{:?}", e.restart_report());
+    let t = BTree::open(e.pool().clone(), e.space().clone(), root).unwrap();
+    let got: Vec<_> = t.iter().collect::<crate::Result<_>>().unwrap();
+    let want: Vec<_> = (0..600)
+        .chain(100_000..100_400)
+        .map(|i| (key(i), value(if i < 100 { i + 1 } else { i }, 40)))
+        .collect();
+    assert!(got == want, "{} keys after restart, not 1,000", got.len());
+    assert_sound(&t);
+    e.close().unwrap();
+}
