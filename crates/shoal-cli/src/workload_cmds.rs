@@ -70,6 +70,12 @@ pub struct WorkloadArgs {
     /// Variants to run, comma-separated [default: all].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub variant: Vec<String>,
+
+    /// Shoal's log lanes: page changes a transaction logs before its thread claims log a
+    /// chunk at a time instead of a record at a time; 0 turns lanes off [default: Shoal's,
+    /// 256].
+    #[arg(long, value_name = "N")]
+    pub log_lanes_after: Option<u32>,
 }
 
 impl WorkloadArgs {
@@ -82,6 +88,7 @@ impl WorkloadArgs {
             pool_size_bytes: self.pool_size.map(ByteSize::bytes),
             db_dir: self.data.db_dir.clone(),
             progress: true,
+            log_lane_after_records: self.log_lanes_after,
         };
         let run = RunConfig {
             threads: self

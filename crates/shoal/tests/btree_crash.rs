@@ -381,10 +381,11 @@ fn concurrent_btree_survives_200_random_crashes() {
     CONCURRENT.random(200, 45);
 }
 
-/// Concurrent workers in log lanes, each of the first 200 crash points. In the long suite:
-/// lanes are experimental and off by default (`LogOptions::lane_after_records`). This
-/// matrix failed about one run in three until transaction rule 13 (`docs/benchmarks.md`,
-/// update 26); run the three `in_log_lanes` tests after any change to lanes.
+/// Concurrent workers in log lanes, each of the first 200 crash points. In the long suite
+/// (CI runs the non-ignored matrices above in lanes instead: the `lanes-everywhere`
+/// feature). This matrix failed about one run in three until transaction rule 13
+/// (`docs/benchmarks.md`, update 26); run the three `in_log_lanes` tests after any change
+/// to lanes.
 #[test]
 #[ignore]
 fn concurrent_btree_in_log_lanes_survives_a_crash_at_each_of_the_first_200_points() {

@@ -103,6 +103,7 @@ impl CompareSettings {
                         pool_size_bytes: None,
                         db_dir: self.db_dir.clone(),
                         progress: self.progress,
+                        log_lane_after_records: None,
                     },
                     scale: self.scale,
                     warehouses: self.warehouses,

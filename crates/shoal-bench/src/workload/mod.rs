@@ -229,6 +229,10 @@ pub struct WorkloadOptions {
     pub db_dir: Option<PathBuf>,
     /// Report the load's progress on standard error.
     pub progress: bool,
+    /// Shoal only: its log's `LogOptions::lane_after_records` (page changes a transaction
+    /// logs before its thread claims log a chunk at a time; 0 turns lanes off); `None`:
+    /// Shoal's default.
+    pub log_lane_after_records: Option<u32>,
 }
 
 impl WorkloadOptions {
@@ -242,6 +246,7 @@ impl WorkloadOptions {
             pool_size_bytes: None,
             db_dir: None,
             progress: true,
+            log_lane_after_records: None,
         }
     }
 
@@ -263,6 +268,12 @@ impl WorkloadOptions {
         m.insert("durability".into(), self.durability.name().into());
         m.insert("size".into(), self.size.name().into());
         m.insert("pool_size_bytes".into(), pool_bytes.into());
+        if self.engine == EngineKind::Shoal {
+            let lanes = self
+                .log_lane_after_records
+                .unwrap_or(shoal::log::LogOptions::default().lane_after_records);
+            m.insert("log_lane_after_records".into(), lanes.into());
+        }
         if let Some(d) = &self.db_dir {
             m.insert(
                 "db_dir".into(),

@@ -35,12 +35,16 @@ impl ShoalDb {
             pool_size_bytes: usize::try_from(pool_bytes).unwrap_or(usize::MAX),
             ..Options::default()
         };
+        let defaults = LogOptions::default();
         let log = LogOptions {
             durability: match opts.durability {
                 Durability::Full => shoal::log::Durability::Full,
                 Durability::Lazy => shoal::log::Durability::Lazy,
             },
-            ..LogOptions::default()
+            lane_after_records: opts
+                .log_lane_after_records
+                .unwrap_or(defaults.lane_after_records),
+            ..defaults
         };
         let db = Database::create_with(dir.path(), &options, &log)?;
         Ok(ShoalDb {

@@ -20,12 +20,17 @@ use std::time::Duration;
 /// flush interval, so that no commit closes a chunk and the flusher closes only chunks idle
 /// for 20 ms (lane rule L6): a thread's chunk stays open below another thread's newer one.
 fn open(disk: &FaultStorage) -> Engine {
+    open_with(disk, 1)
+}
+
+/// [`open`] with lanes on after `lane_after_records` page changes.
+fn open_with(disk: &FaultStorage, lane_after_records: u32) -> Engine {
     let s: Arc<dyn Storage> = Arc::new(disk.clone());
     let log = LogOptions {
         segment_size_bytes: 1 << 20,
         durability: Durability::Lazy,
         lazy_flush_interval_ms: 1_000,
-        lane_after_records: 1,
+        lane_after_records,
         ..LogOptions::default()
     };
     Engine::open(s, &options(256), &log).unwrap()
@@ -159,6 +164,43 @@ fn a_transaction_moved_between_threads_keeps_its_records_in_order() {
         .map(|i| (key(i), value(if i < 100 { i + 1 } else { i }, 40)))
         .collect();
     assert!(got == want, "{} keys after restart, not 1,000", got.len());
+    assert_sound(&t);
+    e.close().unwrap();
+}
+
+/// A bulk transaction turns its thread's lane on; the next transaction that commits with
+/// no more page changes than the threshold turns it off, so the thread's later short
+/// transactions claim no chunks and pad nothing (transaction rule 11); the next bulk one
+/// turns it on again.
+#[test]
+fn a_short_commit_turns_the_lane_off_until_the_next_bulk_transaction() {
+    let disk = FaultStorage::new(FaultConfig::new(12)).unwrap();
+    let e = open_with(&disk, 20);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let chunks = || e.log().stats().lane_chunks;
+    let mut tx = e.begin();
+    insert_run(&t, &mut tx, 0, 100);
+    tx.commit().unwrap();
+    assert!(chunks() > 0, "a bulk transaction used no lane");
+    let mut tx = e.begin();
+    insert_run(&t, &mut tx, 100, 3);
+    tx.commit().unwrap();
+    let (after_off, padding) = (chunks(), e.log().stats().lane_padding_bytes);
+    for i in 0..50 {
+        let mut tx = e.begin();
+        insert_run(&t, &mut tx, 1_000 + 3 * i, 3);
+        tx.commit().unwrap();
+    }
+    assert_eq!(chunks(), after_off, "short transactions claimed chunks");
+    assert_eq!(e.log().stats().lane_padding_bytes, padding);
+    let mut tx = e.begin();
+    insert_run(&t, &mut tx, 10_000, 100);
+    tx.commit().unwrap();
+    assert!(
+        chunks() > after_off,
+        "the next bulk transaction used no lane"
+    );
+    assert_eq!(t.iter().count(), 353);
     assert_sound(&t);
     e.close().unwrap();
 }

@@ -38,7 +38,7 @@ pub struct DatabaseStats {
 impl DatabaseStats {
     /// Every counter with its name (`buffer.hits`, `log.syncs`, `lock.waits`, ...; units in
     /// the names), in a fixed order: what `shoal stats` prints and benchmarks diff.
-    pub fn named_counters(&self) -> [(&'static str, u64); 24] {
+    pub fn named_counters(&self) -> [(&'static str, u64); 26] {
         let (b, l, k) = (&self.buffer, &self.log, &self.locks);
         [
             ("buffer.hits", b.hits),
@@ -53,6 +53,8 @@ impl DatabaseStats {
             ("log.bytes_written", l.bytes_written),
             ("log.flushes", l.flushes),
             ("log.syncs", l.syncs),
+            ("log.lane_chunks", l.lane_chunks),
+            ("log.lane_padding_bytes", l.lane_padding_bytes),
             ("lock.waits", k.waits),
             ("lock.wait_us", k.wait_us),
             ("lock.deadlocks", k.deadlocks),

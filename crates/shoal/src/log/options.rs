@@ -44,33 +44,32 @@ pub struct LogOptions {
     /// `Lazy` no commit waits for a sync, and zeros would only double the bytes written.
     /// 0 turns it off; otherwise it must be at least 64 KiB. Default 4 MiB.
     pub preallocate_bytes: u64,
-    /// **Experimental; off by default.** Page changes a user transaction logs before its
-    /// thread's log lane turns on (`LogManager` lane rules; transaction rule 11): from then
-    /// on that thread claims log a chunk of up to 32 KiB at a time instead of touching the
-    /// shared reservation counter for every record. 0 (the default) turns lanes off.
+    /// Page changes a user transaction logs before its thread's log lane turns on
+    /// (`LogManager` lane rules; transaction rule 11): from then on that thread claims log a
+    /// chunk at a time (up to 32 KiB under `Lazy`, 8 KiB under `Full`, where every commit
+    /// pads the other lanes' open chunks) instead of touching the shared reservation
+    /// counter for every record. Default [`LANE_AFTER_RECORDS`] (256): more than a TPC-C
+    /// New-Order or Delivery logs, so only bulk writers use lanes. 0 turns lanes off.
     ///
-    /// Why it is off: the concurrent B-tree crash matrix with lanes on from every
-    /// transaction's first change (`concurrent_btree_in_log_lanes_*` in
-    /// `tests/btree_crash.rs`, long suite) failed in about one run in three until, at the end
-    /// of the session that added lanes, its cause was found and fixed (transaction rule 13:
-    /// a structure change's records carry other pages' content). It has passed 18 runs
-    /// since, which is not yet enough to trust it with data (`docs/benchmarks.md`, engine
-    /// update 26). [`LANE_AFTER_RECORDS`] is the value it was measured with.
+    /// Tested with lanes on from every transaction's second change: the whole test suite in
+    /// a `lanes-everywhere` build (CI), and the concurrent B-tree crash matrix
+    /// (`concurrent_btree_in_log_lanes_*` in `tests/btree_crash.rs`; `docs/benchmarks.md`,
+    /// engine updates 26 and 27).
     pub lane_after_records: u32,
 }
 
-/// The value of [`LogOptions::lane_after_records`] lanes were measured with (the default is
-/// 0, lanes off): more page changes than a TPC-C New-Order or Delivery logs, so only bulk
-/// writers, whose padding is small beside their log, would use lanes.
+/// The default [`LogOptions::lane_after_records`]: more page changes than a TPC-C
+/// New-Order or Delivery logs, so only bulk writers, whose padding is small beside their
+/// log, use lanes.
 pub const LANE_AFTER_RECORDS: u32 = 256;
 
-/// The default [`LogOptions::lane_after_records`]: 0 (lanes off), or 1 (lanes on from a
-/// user transaction's second page change) in a build with the test-only `lanes-everywhere`
-/// feature, which runs the whole test suite in lanes.
+/// The default [`LogOptions::lane_after_records`]: [`LANE_AFTER_RECORDS`], or 1 (lanes on
+/// from a user transaction's second page change) in a build with the test-only
+/// `lanes-everywhere` feature, which runs the whole test suite in lanes.
 const DEFAULT_LANE_AFTER_RECORDS: u32 = if cfg!(feature = "lanes-everywhere") {
     1
 } else {
-    0
+    LANE_AFTER_RECORDS
 };
 
 impl Default for LogOptions {

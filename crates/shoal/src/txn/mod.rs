@@ -74,8 +74,8 @@
 //!     lock: TPC-B at 16 threads fell back from 116 k to 32 k). The gate is a soft limit
 //!     (a wait of at most `admission::MAX_WAIT`), so a lock wait, or threads that wait for
 //!     each other inside transactions, cannot deadlock through it.
-//! 11. **Log lanes for bulk writers** (`log::manager::lane`; experimental, off unless
-//!     `LogOptions::lane_after_records` is set, rule 12 with it): once a user transaction
+//! 11. **Log lanes for bulk writers** (`log::manager::lane`; `LogOptions::lane_after_records`,
+//!     0 turns them off; rules 12 and 13 with them): once a user transaction
 //!     has logged more than [`LogOptions::lane_after_records`] page changes (default 256),
 //!     its thread's [`Lane`]
 //!     turns on, and from then on the page changes of every transaction of that thread —
@@ -85,7 +85,9 @@
 //!     recovery LSN, and a transaction registering its first LSN, from the lane (rule L4).
 //!     A user transaction's `Commit`, and every `Abort`, `End` and compensation record,
 //!     are appended globally (rule L3); a system transaction's `Commit` goes in the lane
-//!     (rule 12). Short transactions never reach the threshold, so they pay nothing; a
+//!     (rule 12). A user transaction that commits with no more page changes than the
+//!     threshold turns its thread's lane off again (the thread no longer writes in bulk).
+//!     Short transactions never reach the threshold, so they pay nothing; a
 //!     bulk loader touches the shared reservation counter about once per chunk instead of
 //!     once per record.
 //! 12. **A system commit raises its pages' LSNs to its own.** With lanes, a record's LSN

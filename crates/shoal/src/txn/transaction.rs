@@ -378,7 +378,14 @@ impl<'m> Transaction<'m> {
                 None => mgr.log.append(&rec),
             })?
         } else {
-            mgr.log.append(&rec)?
+            let lsn = mgr.log.append(&rec)?;
+            // Rule 11: a transaction that logged no more than the threshold shows that its
+            // thread no longer writes in bulk.
+            let after = mgr.log.lane_after_records();
+            if after > 0 && self.changes <= after {
+                mgr.log.lane_off();
+            }
+            lsn
         };
         entry.set_last(lsn);
         // Rule 12: later changes of the pages a system transaction changed follow its

@@ -3,10 +3,12 @@
 //! the ring's cache lines record by record (`docs/benchmarks.md`, engine updates 23 and 26:
 //! at two insert threads every extra microsecond of a worker was the shared append).
 //!
-//! **Experimental, off by default** (`LogOptions::lane_after_records` 0): the concurrent
-//! B-tree crash matrix with lanes on failed in about one run in three until transaction
-//! rule 13 (a record that carries other pages' content, such as a merge's, goes above
-//! their LSNs), and has passed 18 runs since; that is not yet enough to turn lanes on.
+//! **On by default for bulk writers** (`LogOptions::lane_after_records`, 256 page changes):
+//! the concurrent B-tree crash matrix with lanes on failed in about one run in three until
+//! transaction rule 13 (a record that carries other pages' content, such as a merge's,
+//! goes above their LSNs), and has passed 48 runs since; the whole test suite passes with
+//! lanes on from every transaction's second change (the `lanes-everywhere` feature, run in
+//! CI; `docs/benchmarks.md`, engine update 27).
 //!
 //! ```text
 //!   LSN:  ... global ... | chunk of T1: [T1 records | unclaimed] | global | chunk of T2: [..
@@ -65,9 +67,13 @@
 //! one chunk, and the system transactions of the splits it causes append in it too (so a
 //! split does not close the chunk by rule L1). A lane turns on when a transaction of the
 //! thread logs more than [`LogOptions::lane_after_records`] page changes — short
-//! transactions (TPC-B, TPC-C) never turn it on and pay nothing — and off again after
-//! [`WASTE_LIMIT`] chunks in a row were closed with more than half unused (the thread's
-//! pages are shared with other writers, and padding would outweigh what lanes save).
+//! transactions (TPC-B, TPC-C) never turn it on and pay nothing — and off again when a
+//! user transaction of the thread commits having logged no more than that (the thread no
+//! longer writes in bulk: a loader's later short transactions would otherwise pad a chunk
+//! at every full-page image that does not fit the chunk's rest, 10 % of the log of
+//! `shoal bench recovery`'s updates after its load), or after [`WASTE_LIMIT`] chunks in a
+//! row were closed with more than half unused (the thread's pages are shared with other
+//! writers, and padding would outweigh what lanes save).
 //!
 //! Latching: the registry mutex is held to reserve and register a chunk, to remove one,
 //! and by closers while they walk it (writing padding under it); never across waiting for
@@ -95,6 +101,10 @@ const CHUNK_FIRST_BYTES: u64 = 4 << 10;
 const CHUNK_MAX_BYTES: u64 = 32 << 10;
 /// Chunks in a row closed with more than half unused after which a lane turns off.
 const WASTE_LIMIT: u8 = 4;
+/// The largest chunk under `Durability::Full`, in bytes: there every commit closes the
+/// other lanes' chunks below its record (rule L3 and the wait for durability), about half
+/// a chunk of padding each.
+const CHUNK_MAX_FULL_BYTES: u64 = 8 << 10;
 
 /// A chunk of the log reserved by one lane (module doc).
 pub(crate) struct Chunk {
@@ -141,7 +151,7 @@ struct ThreadLane {
 
 thread_local! {
     static THREAD_LANES: RefCell<Vec<ThreadLane>> = const { RefCell::new(Vec::new()) };
-    /// Whether this thread ever turned a lane on: until then, [`LogManager::with_lane`]
+    /// Whether a lane of this thread is on: while none is, [`LogManager::with_lane`]
     /// without `activate` is one thread-local load (TPC-B's short transactions paid about
     /// 45 instructions a change for the lookup in `THREAD_LANES`).
     static ANY_LANE: Cell<bool> = const { Cell::new(false) };
@@ -192,6 +202,33 @@ impl LogManager {
             } else {
                 f(None)
             }
+        })
+    }
+
+    /// Turns this thread's lane of this log off and closes its chunk: called when a user
+    /// transaction commits having logged no more than [`LogOptions::lane_after_records`]
+    /// page changes, which shows that the thread no longer writes in bulk (module doc, "Who
+    /// uses a lane"). One thread-local load when the thread has no lane on.
+    pub(crate) fn lane_off(&self) {
+        if !ANY_LANE.with(Cell::get) {
+            return;
+        }
+        THREAD_LANES.with(|t| {
+            let Ok(mut t) = t.try_borrow_mut() else {
+                return;
+            };
+            let me = Arc::as_ptr(&self.lanes);
+            if let Some(e) = t.iter_mut().find(|e| std::ptr::eq(e.log.as_ptr(), me)) {
+                if e.lane.active {
+                    self.end_chunk(&mut e.lane);
+                    e.lane.active = false;
+                    e.lane.next = 0;
+                    e.lane.wasted = 0;
+                }
+            }
+            // Back to the one-load fast path once no lane of this thread is on.
+            let any = t.iter().any(|e| e.lane.active);
+            ANY_LANE.with(|a| a.set(any));
         })
     }
 
@@ -320,7 +357,11 @@ impl LogManager {
 
     /// The largest chunk for this log's ring, in bytes.
     fn chunk_max(&self) -> u64 {
-        CHUNK_MAX_BYTES.min(self.buffer.capacity() / 4)
+        let max = match self.options.durability {
+            Durability::Full => CHUNK_MAX_FULL_BYTES,
+            Durability::Lazy => CHUNK_MAX_BYTES,
+        };
+        max.min(self.buffer.capacity() / 4)
     }
 
     /// Reserves a chunk of `size` bytes and registers it (rule L5), then waits for ring room
