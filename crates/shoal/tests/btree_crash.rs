@@ -44,7 +44,7 @@ fn log_options() -> LogOptions {
     }
 }
 
-/// [`log_options`] with log lanes on from every transaction's first change
+/// [`log_options`] with log lanes on from every transaction's second change
 /// (`log::manager::lane`): each worker's records, and those of the splits and merges it
 /// runs, go in its thread's chunks, interleaved with the other workers' chunks.
 fn lane_log_options() -> LogOptions {
@@ -314,7 +314,7 @@ const CONCURRENT: common::Matrix<Outcome> = common::Matrix {
     check,
 };
 
-/// [`CONCURRENT`] with log lanes on from every transaction's first change: records of
+/// [`CONCURRENT`] with log lanes on from every transaction's second change: records of
 /// different workers (and of their splits and merges) are no longer in the order they were
 /// appended, and a crash leaves chunks half filled, unpadded.
 const CONCURRENT_LANES: common::Matrix<Outcome> = common::Matrix {

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 const ENV_DIR: &str = "SHOAL_KILL_CHILD_DIR";
 /// Set for a child whose every transaction appends in its thread's log lane from its
-/// first change on (`LogOptions::lane_after_records` 1).
+/// second change on (`LogOptions::lane_after_records` 1; without it the child runs with
+/// the default, under which its short transactions never turn a lane on).
 const ENV_LANES: &str = "SHOAL_KILL_CHILD_LANES";
 const ROOT_FILE: &str = "kvstore.root";
 /// Key holding the sequence number of the last committed transaction.

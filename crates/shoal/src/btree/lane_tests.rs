@@ -36,13 +36,18 @@ fn open_with(disk: &FaultStorage, lane_after_records: u32) -> Engine {
     Engine::open(s, &options(256), &log).unwrap()
 }
 
-/// Runs `work` on a new thread while this thread keeps its own lane's chunk open below the
-/// worker's (a transaction inserting into `busy_tree` about once a millisecond, too
-/// slowly to fill the chunk, often enough that the flusher never finds it idle).
-fn on_worker_while_busy(e: &Engine, busy_tree: &BTree, work: impl FnOnce() + Send) {
+/// Runs `work` on a new thread while this thread keeps its own lane's chunk open (a
+/// transaction of at least two changes inserting into `busy_tree` about once a
+/// millisecond, too slowly to fill the chunk, often enough that the flusher never finds it
+/// idle), so that what `work` logs, in the worker's lane or globally, lies above it.
+/// Returns this thread's `LogManager::thread_bound` when `work` is done: where its next
+/// lane record would go.
+fn on_worker_while_busy(e: &Engine, busy_tree: &BTree, work: impl FnOnce() + Send) -> Lsn {
     let done = AtomicBool::new(false);
     let mut busy = e.begin();
     let mut next = busy_tree.iter().count() as u64;
+    insert_run(busy_tree, &mut busy, next, 2);
+    next += 2;
     std::thread::scope(|s| {
         s.spawn(|| {
             work();
@@ -54,7 +59,19 @@ fn on_worker_while_busy(e: &Engine, busy_tree: &BTree, work: impl FnOnce() + Sen
             std::thread::sleep(Duration::from_millis(1));
         }
     });
+    let bound = e.log().thread_bound();
     busy.commit().unwrap();
+    bound
+}
+
+/// Fails unless `tx`, back on this thread, would get a lane record below its last record
+/// if its lower bound left out its previous LSN: the situation the test is about.
+fn assert_moved_above(tx: &Transaction<'_>, bound: Lsn) {
+    assert!(
+        tx.last_lsn() > bound,
+        "set-up: the transaction's last record {} is not above this thread's lane at {bound}",
+        tx.last_lsn()
+    );
 }
 
 /// Inserts keys `from..from + n` (values of 40 bytes) in `tx`.
@@ -74,14 +91,14 @@ fn assert_chains_ascend(e: &Engine) -> usize {
         if r.kind == RecordKind::Padding || r.txn_id == TxnId(0) {
             continue;
         }
-        if let Some(&prev) = last.get(&r.txn_id) {
-            assert_eq!(
-                r.prev_lsn, prev,
-                "{:?} record at {lsn} of {:?} does not follow its previous one",
-                r.kind, r.txn_id
-            );
-            assert!(lsn > prev, "{:?}: {lsn} below {prev}", r.txn_id);
-        }
+        // Records come in LSN order, so the chain ascends iff each record's `prev_lsn` is
+        // the transaction's record seen last (`ZERO` for its first).
+        let prev = last.get(&r.txn_id).copied().unwrap_or(Lsn::ZERO);
+        assert_eq!(
+            r.prev_lsn, prev,
+            "{:?} record at {lsn} of {:?} does not follow its previous one",
+            r.kind, r.txn_id
+        );
         last.insert(r.txn_id, lsn);
     }
     last.len()
@@ -106,13 +123,14 @@ fn a_transaction_moved_between_threads_keeps_its_records_in_order() {
         // Committed: 0..300 here, 300..600 on the worker, then 0..100 updated here.
         let mut moved = e.begin();
         insert_run(&t, &mut moved, 0, 300);
-        on_worker_while_busy(&e, &busy_tree, || {
+        let bound = on_worker_while_busy(&e, &busy_tree, || {
             let mut own = e.begin();
             insert_run(&t, &mut own, 100_000, 200);
             insert_run(&t, &mut moved, 300, 300);
             insert_run(&t, &mut own, 100_200, 200);
             own.commit().unwrap();
         });
+        assert_moved_above(&moved, bound);
         for i in 0..100 {
             t.update(&mut moved, &key(i), &value(i + 1, 40)).unwrap();
         }
@@ -120,13 +138,14 @@ fn a_transaction_moved_between_threads_keeps_its_records_in_order() {
         // Aborted after moving: its inserts, updates and deletes are undone.
         let mut aborted = e.begin();
         insert_run(&t, &mut aborted, 1_000, 200);
-        on_worker_while_busy(&e, &busy_tree, || {
+        let bound = on_worker_while_busy(&e, &busy_tree, || {
             for i in 100..200 {
                 t.update(&mut aborted, &key(i), b"changed").unwrap();
                 t.delete(&mut aborted, &key(i + 300)).unwrap();
             }
             insert_run(&t, &mut aborted, 2_000, 200);
         });
+        assert_moved_above(&aborted, bound);
         for i in 0..100 {
             t.delete(&mut aborted, &key(i)).unwrap();
         }
@@ -140,12 +159,13 @@ fn a_transaction_moved_between_threads_keeps_its_records_in_order() {
         // A loser that moved: durable, uncommitted, its pages written, when the crash comes.
         let mut loser = e.begin();
         insert_run(&t, &mut loser, 5_000, 200);
-        on_worker_while_busy(&e, &busy_tree, || {
+        let bound = on_worker_while_busy(&e, &busy_tree, || {
             for i in 300..400 {
                 t.delete(&mut loser, &key(i)).unwrap();
             }
             insert_run(&t, &mut loser, 6_000, 200);
         });
+        assert_moved_above(&loser, bound);
         for i in 0..100 {
             t.delete(&mut loser, &key(i)).unwrap();
         }

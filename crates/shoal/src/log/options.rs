@@ -46,7 +46,7 @@ pub struct LogOptions {
     pub preallocate_bytes: u64,
     /// Page changes a user transaction logs before its thread's log lane turns on
     /// (`LogManager` lane rules; transaction rule 11): from then on that thread claims log a
-    /// chunk at a time (up to 32 KiB under `Lazy`, 8 KiB under `Full`, where every commit
+    /// chunk at a time (up to 32 KiB under `Lazy`, 16 KiB under `Full`, where every commit
     /// pads the other lanes' open chunks) instead of touching the shared reservation
     /// counter for every record. Default [`LANE_AFTER_RECORDS`] (256): more than a TPC-C
     /// New-Order or Delivery logs, so only bulk writers use lanes. 0 turns lanes off.

@@ -86,7 +86,9 @@
 //!     A user transaction's `Commit`, and every `Abort`, `End` and compensation record,
 //!     are appended globally (rule L3); a system transaction's `Commit` goes in the lane
 //!     (rule 12). A user transaction that commits with no more page changes than the
-//!     threshold turns its thread's lane off again (the thread no longer writes in bulk).
+//!     threshold turns its thread's lane off again (the thread no longer writes in bulk;
+//!     a bulk transaction still open on the thread then logs globally until it ends,
+//!     slower but as correct).
 //!     Short transactions never reach the threshold, so they pay nothing; a
 //!     bulk loader touches the shared reservation counter about once per chunk instead of
 //!     once per record.
@@ -97,7 +99,7 @@
 //!     `Commit` would then roll the structure change back under it. So the commit sets the
 //!     page LSN of every page the transaction changed (still X-latched, rule 8) to the
 //!     commit's LSN (`BufferPool::raise_page_lsn_latched`); every later change lies above
-//!     it. Found by the B-tree crash matrix run with lanes on from the first change. The
+//!     it. Found by the B-tree crash matrix run with lanes on from the second change. The
 //!     commit itself goes in the thread's lane when one is on: a global one lies past the
 //!     lane's chunk, and the bulk load's next insert, into the page its split just made,
 //!     would have to close the chunk (29 % more log in the insert benchmark).

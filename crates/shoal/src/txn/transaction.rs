@@ -121,6 +121,13 @@ impl<'m> Transaction<'m> {
     }
 
     /// The transaction's id.
+    /// The LSN of this transaction's last record, or [`Lsn::ZERO`] before its first (tests).
+    #[cfg(test)]
+    pub(crate) fn last_lsn(&self) -> Lsn {
+        self.entry.as_ref().map_or(Lsn::ZERO, |e| e.last())
+    }
+
+    /// The transaction's id.
     pub fn id(&self) -> TxnId {
         self.id
     }
@@ -378,14 +385,7 @@ impl<'m> Transaction<'m> {
                 None => mgr.log.append(&rec),
             })?
         } else {
-            let lsn = mgr.log.append(&rec)?;
-            // Rule 11: a transaction that logged no more than the threshold shows that its
-            // thread no longer writes in bulk.
-            let after = mgr.log.lane_after_records();
-            if after > 0 && self.changes <= after {
-                mgr.log.lane_off();
-            }
-            lsn
+            mgr.log.append(&rec)?
         };
         entry.set_last(lsn);
         // Rule 12: later changes of the pages a system transaction changed follow its
@@ -408,6 +408,13 @@ impl<'m> Transaction<'m> {
             t.release(mgr.log.durability() == crate::log::Durability::Full);
         }
         if !self.system {
+            // Rule 11: a transaction that logged no more than the threshold shows that its
+            // thread no longer writes in bulk (after the locks and the slot are released:
+            // closing the chunk writes its padding).
+            let after = mgr.log.lane_after_records();
+            if after > 0 && self.changes <= after {
+                mgr.log.lane_off();
+            }
             mgr.log.commit(lsn)?;
         }
         // After the commit is durable (under `Full`): Commit_LSN treats what is not in the

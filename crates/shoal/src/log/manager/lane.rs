@@ -93,9 +93,11 @@ const NOT_READY: u64 = 1 << 62;
 const POS: u64 = NOT_READY - 1;
 
 /// A lane's first chunk, in bytes; each chunk it fills doubles the next, up to
-/// [`CHUNK_MAX_BYTES`]; one closed early keeps the size.
+/// [`CHUNK_MAX_BYTES`] (`Lazy`) or [`CHUNK_MAX_FULL_BYTES`] (`Full`); one closed early keeps
+/// the size.
 const CHUNK_FIRST_BYTES: u64 = 4 << 10;
-/// The largest chunk, in bytes (or a quarter of the ring, if less): large enough that the
+/// The largest chunk under `Durability::Lazy`, in bytes (or a quarter of the ring, if
+/// less): large enough that the
 /// reservation counter is touched once per hundred or so records, small enough that a
 /// chunk closed early pads little beside a bulk writer's log.
 const CHUNK_MAX_BYTES: u64 = 32 << 10;
@@ -103,8 +105,8 @@ const CHUNK_MAX_BYTES: u64 = 32 << 10;
 const WASTE_LIMIT: u8 = 4;
 /// The largest chunk under `Durability::Full`, in bytes: there every commit closes the
 /// other lanes' chunks below its record (rule L3 and the wait for durability), about half
-/// a chunk of padding each.
-const CHUNK_MAX_FULL_BYTES: u64 = 8 << 10;
+/// a chunk of padding each; twice the default page, so that a full-page image fits.
+const CHUNK_MAX_FULL_BYTES: u64 = 16 << 10;
 
 /// A chunk of the log reserved by one lane (module doc).
 pub(crate) struct Chunk {
@@ -151,8 +153,10 @@ struct ThreadLane {
 
 thread_local! {
     static THREAD_LANES: RefCell<Vec<ThreadLane>> = const { RefCell::new(Vec::new()) };
-    /// Whether a lane of this thread is on: while none is, [`LogManager::with_lane`]
-    /// without `activate` is one thread-local load (TPC-B's short transactions paid about
+    /// False while no lane of this thread is on (true from a lane's turning on until the
+    /// next [`LogManager::lane_off`] finds none on; a lane that turned itself off at the
+    /// waste limit leaves it true, which costs only the slower lookup): while false,
+    /// [`LogManager::with_lane`] without `activate` is one thread-local load (TPC-B's short transactions paid about
     /// 45 instructions a change for the lookup in `THREAD_LANES`).
     static ANY_LANE: Cell<bool> = const { Cell::new(false) };
 }
@@ -208,7 +212,9 @@ impl LogManager {
     /// Turns this thread's lane of this log off and closes its chunk: called when a user
     /// transaction commits having logged no more than [`LogOptions::lane_after_records`]
     /// page changes, which shows that the thread no longer writes in bulk (module doc, "Who
-    /// uses a lane"). One thread-local load when the thread has no lane on.
+    /// uses a lane"). A bulk transaction still open on the thread (one that turned the lane
+    /// on and is not the committer) then appends globally until it ends: slower, as correct.
+    /// One thread-local load when the thread has no lane on.
     pub(crate) fn lane_off(&self) {
         if !ANY_LANE.with(Cell::get) {
             return;
