@@ -120,7 +120,6 @@ impl<'m> Transaction<'m> {
         self.floor = self.floor.max(lsn);
     }
 
-    /// The transaction's id.
     /// The LSN of this transaction's last record, or [`Lsn::ZERO`] before its first (tests).
     #[cfg(test)]
     pub(crate) fn last_lsn(&self) -> Lsn {

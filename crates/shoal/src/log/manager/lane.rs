@@ -6,7 +6,7 @@
 //! **On by default for bulk writers** (`LogOptions::lane_after_records`, 256 page changes):
 //! the concurrent B-tree crash matrix with lanes on failed in about one run in three until
 //! transaction rule 13 (a record that carries other pages' content, such as a merge's,
-//! goes above their LSNs), and has passed 48 runs since; the whole test suite passes with
+//! goes above their LSNs), and has passed 60 runs since; the whole test suite passes with
 //! lanes on from every transaction's second change (the `lanes-everywhere` feature, run in
 //! CI; `docs/benchmarks.md`, engine update 27).
 //!
@@ -97,9 +97,8 @@ const POS: u64 = NOT_READY - 1;
 /// the size.
 const CHUNK_FIRST_BYTES: u64 = 4 << 10;
 /// The largest chunk under `Durability::Lazy`, in bytes (or a quarter of the ring, if
-/// less): large enough that the
-/// reservation counter is touched once per hundred or so records, small enough that a
-/// chunk closed early pads little beside a bulk writer's log.
+/// less): large enough that the reservation counter is touched once per hundred or so
+/// records, small enough that a chunk closed early pads little beside a bulk writer's log.
 const CHUNK_MAX_BYTES: u64 = 32 << 10;
 /// Chunks in a row closed with more than half unused after which a lane turns off.
 const WASTE_LIMIT: u8 = 4;
@@ -155,9 +154,10 @@ thread_local! {
     static THREAD_LANES: RefCell<Vec<ThreadLane>> = const { RefCell::new(Vec::new()) };
     /// False while no lane of this thread is on (true from a lane's turning on until the
     /// next [`LogManager::lane_off`] finds none on; a lane that turned itself off at the
-    /// waste limit leaves it true, which costs only the slower lookup): while false,
-    /// [`LogManager::with_lane`] without `activate` is one thread-local load (TPC-B's short transactions paid about
-    /// 45 instructions a change for the lookup in `THREAD_LANES`).
+    /// waste limit leaves it true, which costs only the slower lookup). While false,
+    /// [`LogManager::with_lane`] without `activate` is one thread-local load (TPC-B's
+    /// short transactions paid about 45 instructions a change for the lookup in
+    /// `THREAD_LANES`).
     static ANY_LANE: Cell<bool> = const { Cell::new(false) };
 }
 
