@@ -135,8 +135,8 @@ impl<'a> ExclusiveGuard<'a> {
     /// just marked a clean page dirty with a lower one ([`ExclusiveGuard::mark_dirty_since`])
     /// and has changed nothing since: every change of the page is still on disk.
     pub fn reset_rec_lsn(&mut self) {
-        let fr = &self.pool.frames[self.frame as usize];
-        fr.rec_lsn.store(self.pool.wal.current_lsn().0, Relaxed);
+        let end = self.pool.wal.current_lsn();
+        self.reset_rec_lsn_to(end);
     }
 
     /// [`ExclusiveGuard::reset_rec_lsn`] to `lsn`, a bound of the next record that a log
