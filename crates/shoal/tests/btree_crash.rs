@@ -139,7 +139,7 @@ fn worker(
     seed: u64,
     known: &Mutex<Known>,
 ) -> shoal::Result<()> {
-    let mut rng = StdRng::seed_from_u64(seed * 31 + t);
+    let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(t));
     // Interleaved key spaces, so the threads' keys share leaves and splits.
     let k_of = |i: u64| i * THREADS + t;
     for n in 0..TXNS / threads {

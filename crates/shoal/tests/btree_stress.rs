@@ -8,6 +8,8 @@
 //! go. CI runs it for 1.5 s; `cargo test --release -p shoal --test btree_stress -- --ignored`
 //! runs it for 10 s.
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shoal::btree::{BTree, ScanDirection};
@@ -122,7 +124,7 @@ fn stress(run_for: Duration) {
 
 /// Random changes to the writer's own keys; returns its model (key → version).
 fn writer(e: &Engine, tree: &BTree, t: u64, stop: &AtomicBool) -> BTreeMap<u64, u64> {
-    let mut rng = StdRng::seed_from_u64(t);
+    let mut rng = StdRng::seed_from_u64(common::seeded(t));
     let mut committed: BTreeMap<u64, u64> = BTreeMap::new();
     let mut version = 1;
     while !stop.load(Ordering::Relaxed) {
@@ -172,7 +174,7 @@ fn writer(e: &Engine, tree: &BTree, t: u64, stop: &AtomicBool) -> BTreeMap<u64, 
 /// interleaved descents race with the writers' splits and merges and the pool's evictions);
 /// a batch also asks for keys past the key space, which never exist.
 fn reader(tree: &BTree, r: u64, stop: &AtomicBool) {
-    let mut rng = StdRng::seed_from_u64(100 + r);
+    let mut rng = StdRng::seed_from_u64(common::seeded(100 + r));
     // At least one round, however late this thread starts.
     loop {
         let k = rng.random_range(0..KEY_SPACE / STRIDE) * STRIDE + STABLE;
@@ -202,7 +204,7 @@ fn reader(tree: &BTree, r: u64, stop: &AtomicBool) {
 }
 
 fn scanner(tree: &BTree, sc: u64, stop: &AtomicBool, scans: &AtomicU64) {
-    let mut rng = StdRng::seed_from_u64(200 + sc);
+    let mut rng = StdRng::seed_from_u64(common::seeded(200 + sc));
     while !stop.load(Ordering::Relaxed) {
         let lo = rng.random_range(0..KEY_SPACE);
         let hi = (lo + rng.random_range(1..3_000)).min(KEY_SPACE);

@@ -33,6 +33,8 @@
 //! refused the open is printed, and a copy that breaks a rule is kept in the temporary
 //! directory.
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shoal::btree::ScanDirection;
@@ -501,6 +503,8 @@ fn torture(name: &str, image: &Image, trials: usize, seed: u64) {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     count_panics();
+    // Failures name the seed offset, so that a campaign's case can be run again.
+    let label = format!("{name}{}", common::seed_note());
     let states: Vec<BTreeMap<i64, Cols>> = (0..=TXNS).map(state).collect();
     if debug() {
         for (n, b) in &image.files {
@@ -517,7 +521,7 @@ fn torture(name: &str, image: &Image, trials: usize, seed: u64) {
             "{name}"
         );
     }
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(common::seeded(seed));
     let mut seen: BTreeMap<Outcome, usize> = BTreeMap::new();
     for trial in 0..trials {
         let (damaged, d) = damage(&image.files, &mut rng);
@@ -532,7 +536,7 @@ fn torture(name: &str, image: &Image, trials: usize, seed: u64) {
         let panics = PANICS.load(Ordering::SeqCst) - before;
         let outcome = match result {
             Ok(Ok(o)) if panics == 0 => o,
-            Ok(Ok(_)) => panic!("{name} trial {trial}, {d:?}: a background thread panicked"),
+            Ok(Ok(_)) => panic!("{label} trial {trial}, {d:?}: a background thread panicked"),
             Ok(Err(why)) => {
                 if debug() {
                     let keep = std::env::temp_dir().join(format!("shoal-damaged-{name}-{trial}"));
@@ -540,9 +544,9 @@ fn torture(name: &str, image: &Image, trials: usize, seed: u64) {
                     write_files(&keep, &damaged);
                     eprintln!("damaged copy kept in {}", keep.display());
                 }
-                panic!("{name} trial {trial}, {d:?}: {why}")
+                panic!("{label} trial {trial}, {d:?}: {why}")
             }
-            Err(_) => panic!("{name} trial {trial}, {d:?}: panicked"),
+            Err(_) => panic!("{label} trial {trial}, {d:?}: panicked"),
         };
         if outcome == Outcome::Earlier {
             // Only a log that ends early, at damage in its last unsynced window (rule A4),
@@ -553,12 +557,12 @@ fn torture(name: &str, image: &Image, trials: usize, seed: u64) {
             });
             assert!(
                 name == "crash" && tail,
-                "{name} trial {trial}, {d:?}: committed transactions lost"
+                "{label} trial {trial}, {d:?}: committed transactions lost"
             );
         }
         *seen.entry(outcome).or_default() += 1;
     }
-    eprintln!("{name}: {trials} damaged copies: {seen:?}");
+    eprintln!("{label}: {trials} damaged copies: {seen:?}");
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //! The child is the ignored test `kill_child` of this same binary, run with
 //! `SHOAL_KILL_CHILD_DIR` set; without it (e.g. under `--ignored`) it returns at once.
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shoal::io::FileStorage;
@@ -152,7 +154,10 @@ fn committed_transactions_survive_sigkill_with_log_lanes() {
 fn kill_and_recover(seed: u64, rounds: u32, lanes: bool) {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(common::seeded(seed));
+    // The kill moments come from this seed, the rest from timing: a campaign run
+    // (`SHOAL_TEST_SEED`) names its seed here.
+    eprintln!("kill_and_recover: seed {seed}{}", common::seed_note());
     let mut reported_max = 0u64;
     for round in 0..rounds {
         let mut command = Command::new(&exe);

@@ -94,7 +94,7 @@ fn workload(disk: &FaultStorage, seed: u64) -> Outcome {
 }
 
 fn worker(e: &Engine, kv: &KvStore, t: u64, seed: u64, known: &Mutex<Known>) -> shoal::Result<()> {
-    let mut rng = StdRng::seed_from_u64(seed * 31 + t);
+    let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(t));
     let base = t * 1_000;
     for n in 0..TXNS_PER_THREAD {
         let mut state = known.lock().unwrap().acked.clone();

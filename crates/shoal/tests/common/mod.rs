@@ -12,7 +12,45 @@ use shoal::io::{FaultConfig, FaultKind, FaultRule, FaultStorage, OpClass};
 use shoal::page::header;
 use shoal::{Engine, PageId};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The environment variable that moves every seeded test's random choices (workloads, crash
+/// points, damage) to a new part of the space: unset (or 0), CI's fixed seeds; any other
+/// unsigned integer, a campaign of fresh cases (README, "Long tests").
+pub const SEED_VAR: &str = "SHOAL_TEST_SEED";
+
+/// The value of [`SEED_VAR`], 0 when unset.
+///
+/// # Panics
+/// If it is set but not an unsigned decimal integer (a typo must not silently re-run CI's
+/// seeds).
+pub fn seed_offset() -> u64 {
+    static OFFSET: OnceLock<u64> = OnceLock::new();
+    *OFFSET.get_or_init(|| match std::env::var(SEED_VAR) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{SEED_VAR}={v:?} is not an unsigned integer")),
+        Err(_) => 0,
+    })
+}
+
+/// `seed` moved by [`seed_offset`]: the same value when the offset is 0; otherwise far from
+/// every base seed the tests use (they are small numbers, so offsets that are a large odd
+/// multiplier apart never map two campaigns onto one another's seeds).
+pub fn seeded(seed: u64) -> u64 {
+    seed.wrapping_add(seed_offset().wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// What a failure message appends so that the case can be run again: empty under CI's
+/// seeds, ` (SHOAL_TEST_SEED=n)` otherwise.
+pub fn seed_note() -> String {
+    match seed_offset() {
+        0 => String::new(),
+        n => format!(" ({SEED_VAR}={n})"),
+    }
+}
 
 /// A workload and its check. `run` makes its outcome (what it knows was acknowledged) from a
 /// run on `disk` that a crash may cut short; `check` restarts on `disk` and asserts against
@@ -46,17 +84,17 @@ impl<O> Matrix<O> {
         let mut fired = 0;
         let points = total.min(limit);
         for k in 1..=points {
-            let disk = FaultStorage::new(FaultConfig::new(k).rule(FaultRule::nth(
+            let disk = FaultStorage::new(FaultConfig::new(seeded(k)).rule(FaultRule::nth(
                 FaultKind::TornWrite,
                 OpClass::CrashPoint,
                 k,
             )))
             .unwrap();
-            let out = (self.run)(&disk, k);
+            let out = (self.run)(&disk, seeded(k));
             fired += u64::from(disk.is_crashed());
             disk.disarm_all();
             disk.restart();
-            count += (self.check)(&disk, &out, &format!("crash point {k}"));
+            count += (self.check)(&disk, &out, &format!("crash point {k}{}", seed_note()));
         }
         assert!(
             fired * 2 >= points,
@@ -70,7 +108,7 @@ impl<O> Matrix<O> {
     /// disk).
     pub fn random(&self, count: u64, seed: u64) -> u64 {
         let n = self.crash_points(0);
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = StdRng::seed_from_u64(seeded(seed));
         let mut total = 0;
         for i in 0..count {
             let k = rng.random_range(1..=n);
@@ -80,15 +118,15 @@ impl<O> Matrix<O> {
                 FaultKind::PowerLoss
             };
             let disk = FaultStorage::new(
-                FaultConfig::new(1000 + i)
+                FaultConfig::new(seeded(1000 + i))
                     .unsynced_survival(0.5)
                     .rule(FaultRule::nth(kind, OpClass::CrashPoint, k)),
             )
             .unwrap();
-            let out = (self.run)(&disk, 1000 + i);
+            let out = (self.run)(&disk, seeded(1000 + i));
             disk.disarm_all(); // a point past this run's last one must not fire in the check
             disk.restart();
-            let ctx = format!("random crash {i} at point {k} ({kind:?})");
+            let ctx = format!("random crash {i} at point {k} ({kind:?}){}", seed_note());
             total += (self.check)(&disk, &out, &ctx);
         }
         total
@@ -99,17 +137,17 @@ impl<O> Matrix<O> {
     /// restart and the check. Returns how many restarts did crash.
     pub fn during_restart(&self, count: u64, seed: u64, open: fn(&FaultStorage)) -> u32 {
         let n = self.crash_points(0);
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = StdRng::seed_from_u64(seeded(seed));
         let mut restart_crashes = 0;
         for i in 0..count {
             let k = rng.random_range(n / 3..=n);
-            let disk = FaultStorage::new(FaultConfig::new(2000 + i).rule(FaultRule::nth(
+            let disk = FaultStorage::new(FaultConfig::new(seeded(2000 + i)).rule(FaultRule::nth(
                 FaultKind::PowerLoss,
                 OpClass::CrashPoint,
                 k,
             )))
             .unwrap();
-            let out = (self.run)(&disk, 2000 + i);
+            let out = (self.run)(&disk, seeded(2000 + i));
             disk.restart();
             let j = rng.random_range(1..=10); // counted from arming (fault rule 6)
             disk.disarm_all();
@@ -120,7 +158,10 @@ impl<O> Matrix<O> {
             restart_crashes += u32::from(crashed);
             disk.restart();
             disk.disarm_all();
-            let ctx = format!("crash {i} at {k}, restart crashed at {j}: {crashed}");
+            let ctx = format!(
+                "crash {i} at {k}, restart crashed at {j}: {crashed}{}",
+                seed_note()
+            );
             (self.check)(&disk, &out, &ctx);
         }
         restart_crashes
