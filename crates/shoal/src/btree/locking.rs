@@ -53,13 +53,16 @@
 //! taken); the leaf is validated again after the bound is taken. A scan that fails (a lock
 //! timeout, a deadlock) yields the error once and ends.
 //!
-//! Known gaps: a backward scan at READ COMMITTED passes a delete's next-key lock before it
-//! reaches the gap, so it may skip a row whose delete is still in progress; the next key of
-//! an insert or delete at the end of a leaf is the first key of a
-//! leaf to the right, read optimistically while the leaf's X latch is held (latches are taken
-//! left to right, so this cannot deadlock); if that leaf is not in the pool, the read is I/O
-//! under the latch, an exception to DESIGN.md principle 6 that a "next key" fence cache or a
-//! ghost record at leaf ends would remove.
+//! The next key of an insert or delete at the end of a leaf is the first key of a leaf to
+//! the right, read optimistically while the leaf's X latch is held (latches are taken left
+//! to right, so this cannot deadlock). It is read only from the pool: if that leaf is out of
+//! it (or the answer needs the cursor's descent), the write drops its latch, reads the pages
+//! in with nothing held, and starts over (DESIGN.md principle 6; `tree/write.rs`,
+//! `next_key_latched`). Only a write that has started over three times so (the pages
+//! evicted again at once each time) reads under the latch, so that it always ends.
+//!
+//! Known gap: a backward scan at READ COMMITTED passes a delete's next-key lock before it
+//! reaches the gap, so it may skip a row whose delete is still in progress.
 
 use super::cursor::{Cursor, ScanDirection};
 use super::tree::BTree;

@@ -205,6 +205,8 @@ mod batch_tests;
 #[cfg(all(test, not(loom)))]
 mod lane_tests;
 #[cfg(all(test, not(loom)))]
+mod next_key_tests;
+#[cfg(all(test, not(loom)))]
 mod tests;
 
 pub use cursor::{Cursor, ScanDirection};

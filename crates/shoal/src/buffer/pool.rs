@@ -456,6 +456,47 @@ impl BufferPool {
         }
     }
 
+    /// [`BufferPool::read_optimistic`] of a page that is in the pool and not X-latched
+    /// (being read in or changed) now; `Ok(None)`, at once, otherwise: no I/O and no wait.
+    /// For a reader that holds a latch and so may not wait for I/O (DESIGN.md principle 6):
+    /// on `None` it drops its latch, brings the page in, and starts over.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an invalid page id.
+    pub(crate) fn try_read_resident<R>(
+        &self,
+        pid: PageId,
+        mut read: impl FnMut(&AtomicBytes<'_>) -> R,
+    ) -> Result<Option<R>> {
+        Self::check_pid(pid)?;
+        loop {
+            let Some(f) = self.table.lookup(&self.frames, pid) else {
+                return Ok(None);
+            };
+            let fr = &self.frames[f as usize];
+            let Ok(g) = fr.latch.try_optimistic() else {
+                return Ok(None);
+            };
+            if fr.page_id.load(Relaxed) != pid.0 {
+                continue; // the frame took another page after the lookup: look again
+            }
+            fr.touch();
+            let page = OptimisticPage::new(self, f, pid, g);
+            let r = read(&page.bytes());
+            if page.validate().is_ok() {
+                self.counters.hits.incr();
+                return Ok(Some(r));
+            }
+            self.counters.optimistic_restarts.incr();
+        }
+    }
+
+    /// Whether page `pid` is in the pool now (tests).
+    #[cfg(test)]
+    pub(crate) fn is_resident(&self, pid: PageId) -> bool {
+        self.table.lookup(&self.frames, pid).is_some()
+    }
+
     /// A lower bound of the recovery LSN of every page that is dirty now, as last published
     /// by the page cleaner (Shore-MT §7.7: a checkpoint reads one number instead of scanning
     /// the pool). [`Lsn::ZERO`] before the first cleaner pass.

@@ -745,3 +745,23 @@ fn latch_waits_are_recorded_per_page() {
     assert_eq!(s.hottest_pages.first().map(|p| p.page_id), Some(PageId(5)));
     assert!(s.hits >= before.hits + 2);
 }
+
+/// The principle-6 audit (`sync::held`): a miss with no latch held is not counted, a miss
+/// while the thread holds another page's S latch is (debug builds; release builds count
+/// nothing).
+#[test]
+fn a_miss_under_another_latch_is_counted_by_the_audit() {
+    use crate::sync::held::page_reads_under_latch;
+    let dir = tempfile::tempdir().unwrap();
+    let pool = BufferPool::open(data_file(&dir), &opts(16), Arc::new(NoWal)).unwrap();
+    fill(&pool, 64); // pages 0..48 are evicted by the time 63 is written
+    let before = page_reads_under_latch();
+    drop(pool.fix_shared(PageId(0)).unwrap()); // a miss, nothing else held
+    assert_eq!(page_reads_under_latch(), before);
+    let held = pool.fix_shared(PageId(0)).unwrap();
+    drop(pool.fix_shared(PageId(1)).unwrap()); // a miss under page 0's S latch
+    drop(held);
+    let expected = usize::from(cfg!(debug_assertions));
+    assert_eq!(page_reads_under_latch(), before + expected);
+    assert!(pool.stats().misses >= 2);
+}

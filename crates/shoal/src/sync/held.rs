@@ -3,6 +3,12 @@
 //! request that may block (DESIGN.md principle 5, seed 004) — can assert it. Release builds
 //! keep no count and [`latches_held`] is always 0.
 //!
+//! The same count audits DESIGN.md principle 6 (no latch held across I/O other than the
+//! frame being read): the buffer pool's miss path calls [`note_page_read`] with its victim
+//! frame's X latch held, and a read started while the thread held any other latch is
+//! counted ([`page_reads_under_latch`]); with `SHOAL_AUDIT_LATCHED_READS` set, each one
+//! also prints where it came from (a backtrace) on standard error.
+//!
 //! The count is per thread: a guard must be dropped on the thread that took it (guards are
 //! never sent between threads in Shoal; a count that went wrong would only make the debug
 //! assertion fire, never hide a held latch on the asserting thread).
@@ -28,6 +34,28 @@ mod imp {
     pub(crate) fn count() -> usize {
         HELD.with(Cell::get)
     }
+
+    thread_local! {
+        static READS_UNDER_LATCH: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(crate) fn note_page_read() {
+        // The miss path holds exactly one latch of its own: the victim frame's.
+        if count() > 1 {
+            READS_UNDER_LATCH.with(|r| r.set(r.get() + 1));
+            if std::env::var_os("SHOAL_AUDIT_LATCHED_READS").is_some() {
+                eprintln!(
+                    "page read with {} other latch(es) held:\n{}",
+                    count() - 1,
+                    std::backtrace::Backtrace::force_capture()
+                );
+            }
+        }
+    }
+
+    pub(crate) fn reads_under_latch() -> usize {
+        READS_UNDER_LATCH.with(Cell::get)
+    }
 }
 
 #[cfg(not(all(debug_assertions, not(loom))))]
@@ -39,12 +67,24 @@ mod imp {
     pub(crate) fn count() -> usize {
         0
     }
+    #[inline]
+    pub(crate) fn note_page_read() {}
+    pub(crate) fn reads_under_latch() -> usize {
+        0
+    }
 }
 
-pub(crate) use imp::{acquired, released};
+pub(crate) use imp::{acquired, note_page_read, released};
 
 /// Shared and exclusive latches the calling thread holds now (debug builds; 0 in release
 /// builds).
 pub fn latches_held() -> usize {
     imp::count()
+}
+
+/// Page reads (buffer-pool misses) the calling thread has started while it held a latch
+/// other than the frame being read — breaches of DESIGN.md principle 6 (module doc). Debug
+/// builds; 0 in release builds.
+pub fn page_reads_under_latch() -> usize {
+    imp::reads_under_latch()
 }

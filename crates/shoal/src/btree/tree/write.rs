@@ -5,9 +5,33 @@
 //! it through `smo.rs`, rules 4 and 5).
 //!
 //! Latching: a write X-latches one leaf, found by an optimistic descent (or the hint);
-//! a lock that must wait is waited for with no latch held, and the write starts over.
+//! a lock that must wait is waited for with no latch held, and the write starts over. So
+//! is a read of a page out of the pool that the next key needs (DESIGN.md principle 6): the
+//! latch is dropped, the page read in, and the write starts over (`next_key_latched`).
 
 use super::*;
+use crate::page::AtomicBytes;
+
+/// Warm-ups one write may take before it reads its next key under its leaf's latch
+/// ([`BTree::next_key_latched`]).
+const MAX_WARM_UPS: u32 = 3;
+
+/// What [`BTree::next_key_latched`] found.
+enum NextKey<'x> {
+    /// The next key (`None`: the end of the tree).
+    Found(Option<Cow<'x, [u8]>>),
+    /// The answer needs pages that may have to be read: drop the latch, warm them up
+    /// ([`BTree::warm_up`]), start over.
+    Warm(Warm),
+}
+
+/// Pages to bring into the pool with no latch held.
+enum Warm {
+    /// The right sibling.
+    Page(PageId),
+    /// Whatever a cursor reads to find the first key at or after this key.
+    NextKeyFrom(Vec<u8>),
+}
 
 impl BTree {
     /// Inserts `key` with `value` in `txn`.
@@ -186,6 +210,7 @@ impl BTree {
         let slot = self.last_leaf.slot();
         let mut hint = Hint::load(slot);
         let mut try_hint = hint.pid != 0 && hint.conf >= 1;
+        let mut warm_ups = 0;
         loop {
             let hinted = if std::mem::take(&mut try_hint) {
                 self.hinted_leaf(slot, &mut hint, key)
@@ -229,7 +254,14 @@ impl BTree {
                 }
             };
             if old.is_none() && mode != Put::Update && self.locking.is_some() {
-                let next = self.next_key_latched(&x, pos)?;
+                let next = match self.next_key_latched(&x, pos, &mut warm_ups)? {
+                    NextKey::Found(k) => k,
+                    NextKey::Warm(w) => {
+                        drop(x);
+                        self.warm_up(w);
+                        continue;
+                    }
+                };
                 if let Some(w) = log.next_key_lock(self, next.as_deref(), false)? {
                     drop(x);
                     log.wait_for(w)?;
@@ -283,6 +315,7 @@ impl BTree {
 
     /// Removes the entry of `key`; returns its tagged value.
     fn remove<L: Logger>(&self, log: &mut L, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut warm_ups = 0;
         loop {
             let Some(mut x) = self.leaf_exclusive(key)? else {
                 continue;
@@ -295,7 +328,14 @@ impl BTree {
                 }
             };
             if self.locking.is_some() {
-                let next = self.next_key_latched(&x, pos + 1)?;
+                let next = match self.next_key_latched(&x, pos + 1, &mut warm_ups)? {
+                    NextKey::Found(k) => k,
+                    NextKey::Warm(w) => {
+                        drop(x);
+                        self.warm_up(w);
+                        continue;
+                    }
+                };
                 if let Some(w) = log.next_key_lock(self, next.as_deref(), true)? {
                     drop(x);
                     log.wait_for(w)?;
@@ -324,43 +364,89 @@ impl BTree {
     /// borrowed from the leaf (no copy: the common case of an insert or delete), or past the
     /// leaf's end the first key at or after its high fence (read optimistically from the
     /// leaves to the right; `None` at the end of the tree).
+    ///
+    /// No I/O under the latch (DESIGN.md principle 6): when the answer lies on a page that
+    /// is not in the pool (or is being read in or changed), or needs the cursor's descent,
+    /// this returns [`NextKey::Warm`] instead, for the caller to drop the latch, bring the
+    /// pages in ([`BTree::warm_up`]) and start the operation over. `warm_ups` counts the
+    /// operation's warm-ups; after [`MAX_WARM_UPS`] (pages evicted again at once, a sibling
+    /// changing under every try) the answer is read under the latch as a last resort, so
+    /// that the operation always ends.
     fn next_key_latched<'x>(
         &self,
         x: &'x ExclusiveGuard<'_>,
         pos: usize,
-    ) -> Result<Option<Cow<'x, [u8]>>> {
+        warm_ups: &mut u32,
+    ) -> Result<NextKey<'x>> {
         let n = Node::open(x.bytes())?;
         if pos < n.entry_count() {
-            return n.key_in_place(pos).map(|k| Some(Cow::Borrowed(k)));
+            return n
+                .key_in_place(pos)
+                .map(|k| NextKey::Found(Some(Cow::Borrowed(k))));
         }
         let Some(high) = n.high_fence()? else {
-            return Ok(None);
+            return Ok(NextKey::Found(None));
         };
+        let may_read = *warm_ups >= MAX_WARM_UPS;
         // The right sibling's first key, read optimistically: the next key if the sibling
         // starts at this leaf's high fence and is not empty (rule 1), without a descent from
         // the root. Left to right and latch-free, so nothing can wait on this X latch. Any
         // other case (an empty sibling, a sibling being restructured) takes the cursor.
         if n.right.is_valid() {
-            let first = self
-                .pool
-                .read_optimistic(n.right, |b| -> Result<Option<Vec<u8>>> {
-                    let s = Node::open(b)?;
-                    if s.tree != self.root
-                        || !s.is_leaf()
-                        || s.entry_count() == 0
-                        || s.low_fence()?.as_deref() != Some(high.as_slice())
-                    {
-                        return Ok(None);
-                    }
-                    s.key(0).map(Some)
-                })?;
-            if let Ok(Some(k)) = first {
-                return Ok(Some(Cow::Owned(k)));
+            let read = |b: &AtomicBytes<'_>| -> Result<Option<Vec<u8>>> {
+                let s = Node::open(b)?;
+                if s.tree != self.root
+                    || !s.is_leaf()
+                    || s.entry_count() == 0
+                    || s.low_fence()?.as_deref() != Some(high.as_slice())
+                {
+                    return Ok(None);
+                }
+                s.key(0).map(Some)
+            };
+            let first = match may_read {
+                true => Some(self.pool.read_optimistic(n.right, read)?),
+                false => self.pool.try_read_resident(n.right, read)?,
+            };
+            match first {
+                None => {
+                    *warm_ups += 1;
+                    return Ok(NextKey::Warm(Warm::Page(n.right)));
+                }
+                Some(Ok(Some(k))) => return Ok(NextKey::Found(Some(Cow::Owned(k)))),
+                Some(_) => {}
             }
         }
-        Ok(self
-            .next_key(&std::ops::Bound::Included(high))?
-            .map(Cow::Owned))
+        if !may_read {
+            // The cursor descends from the root and walks right: pages that may be out of
+            // the pool. Run once with no latch held, it leaves them in.
+            *warm_ups += 1;
+            return Ok(NextKey::Warm(Warm::NextKeyFrom(high)));
+        }
+        Ok(NextKey::Found(
+            self.next_key(&std::ops::Bound::Included(high))?
+                .map(Cow::Owned),
+        ))
+    }
+
+    /// Brings in the pages a [`NextKey::Warm`] names, holding no latch (the caller dropped
+    /// its leaf's). Its errors are ignored: it only prefetches, and the page may have been
+    /// freed or reused since the latch was dropped; the operation, started over, reads what
+    /// it needs properly and reports any error then.
+    fn warm_up(&self, w: Warm) {
+        debug_assert_eq!(
+            crate::sync::held::latches_held(),
+            0,
+            "warm-up under a latch"
+        );
+        match w {
+            Warm::Page(pid) => {
+                let _ = self.pool.read_optimistic(pid, |_| ());
+            }
+            Warm::NextKeyFrom(high) => {
+                let _ = self.next_key(&std::ops::Bound::Included(high));
+            }
+        }
     }
 
     /// Logical undo of an insert: removes `key` wherever it now lives (btree rule 6).

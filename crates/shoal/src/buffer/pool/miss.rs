@@ -42,6 +42,7 @@ impl BufferPool {
             pid,
             frame: f,
         };
+        crate::sync::held::note_page_read();
         self.read_into_frame(pid, f)?;
         std::mem::forget(installed);
         self.counters.misses.incr();
