@@ -182,6 +182,70 @@ fn rolled_back_delete_is_no_phantom_at_serializable() {
     reader.abort().unwrap();
 }
 
+/// A backward scan meets a delete's next-key lock (on the key above the deleted one) before
+/// the gap it guards, so it must lock the gap's upper end again once past it
+/// (`btree/locking.rs`, "Backward scans"). Above every key it returns: the delete of the
+/// range's top key (100) holds X on the end of the tree; a scan that returns 90 without
+/// waiting has read the uncommitted delete (a dirty read of an absence) — only at READ
+/// UNCOMMITTED.
+#[test]
+fn backward_scan_waits_for_a_delete_above_its_first_row() {
+    let happened = at_each_level(|e, t, level| {
+        let mut deleter = e.begin();
+        assert_eq!(t.delete(&mut deleter, &k(100)).unwrap(), Some(v(100)));
+        let mut reader = e.begin_with(level);
+        let first = t
+            .scan_in(
+                &mut reader,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Backward,
+            )
+            .next()
+            .map(step);
+        deleter.abort().unwrap();
+        reader.abort().unwrap();
+        // `Some(None)`: it waited (the lock timed out).
+        matches!(first, Some(Some(_)))
+    });
+    assert_eq!(happened, [true, false, false, false]);
+}
+
+/// The same below the last key a backward scan returns: the scan has returned 20 when 10 is
+/// deleted (the delete's next-key X lock is on 20, whose short read lock the scan has
+/// dropped); reading one entry at a time, the scan then finds nothing below 20 and must
+/// wait for the delete before it ends, rather than end without 10.
+#[test]
+fn backward_scan_waits_for_a_delete_below_its_last_row() {
+    let happened = at_each_level(|e, t, level| {
+        let mut reader = e.begin_with(level);
+        let mut deleter = e.begin();
+        let anomaly = {
+            let mut scan = t
+                .scan_in(
+                    &mut reader,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    ScanDirection::Backward,
+                )
+                .with_batch_limit(1);
+            for want in (2..=10).rev() {
+                let (key, _) = scan.next().unwrap().unwrap();
+                assert_eq!(key, k(want * 10));
+            }
+            // The delete waits at REPEATABLE READ and SERIALIZABLE (the scan's long lock on
+            // 20); below, it goes through, and the scan must then wait for it, not end.
+            let deleted = step(t.delete(&mut deleter, &k(10))).is_some();
+            let rest = scan.next().map(step);
+            deleted && rest.is_none()
+        };
+        deleter.abort().unwrap();
+        reader.abort().unwrap();
+        anomaly
+    });
+    assert_eq!(happened, [true, false, false, false]);
+}
+
 #[test]
 fn lost_update_only_below_repeatable_read() {
     let happened = at_each_level(|e, t, level| {

@@ -61,8 +61,24 @@
 //! `next_key_latched`). Only a write that has started over three times so (the pages
 //! evicted again at once each time) reads under the latch, so that it always ends.
 //!
-//! Known gap: a backward scan at READ COMMITTED passes a delete's next-key lock before it
-//! reaches the gap, so it may skip a row whose delete is still in progress.
+//! ## Backward scans
+//! Every lock above guards the gap *below* its key: a delete locks its next key, an insert
+//! asks for its next key. A forward scan locks each key after crossing the gap below it, so
+//! that one lock does both jobs. A backward scan crosses the gap after it has locked (and,
+//! below REPEATABLE READ, released) the key above: a delete that begins in the gap after
+//! that goes unseen, and the scan would skip a row whose delete is still in progress (and
+//! may roll back). So before a backward scan returns a key it read under a lock, it locks
+//! the gap above that key again: S on the first key after it as the tree is now (the name
+//! a delete in the gap holds X on), until that first key is the one locked; if that key lies
+//! below the key returned last (or inside the range, before the first), something is in
+//! the gap now and the scan reads again from the key returned last. Having crossed its last
+//! gap, down to the range's lower bound, it does the same for the first key at or after
+//! the bound before it ends. The locks are short at READ COMMITTED, long above, where they
+//! mostly name keys the scan holds already (above the range, the key after it, as a forward
+//! scan's end-of-range lock). Rows returned through Commit_LSN need no such lock: their
+//! leaf, gap included, held only committed data. Cost: two short lookups and a lock per row
+//! of a backward scan that reads under locks (a leaf changed recently at READ COMMITTED,
+//! or REPEATABLE READ and above).
 
 use super::cursor::{Cursor, ScanDirection};
 use super::tree::BTree;
@@ -319,6 +335,8 @@ impl BTree {
             txn,
             after_upper: Some(end_bound),
             start: start.map(<[u8]>::to_vec),
+            dir,
+            lower: lower.map(<[u8]>::to_vec),
             last: None,
             failed: false,
         }
@@ -388,6 +406,10 @@ pub struct LockedCursor<'a, 't, 'm> {
     after_upper: Option<Bound<Vec<u8>>>,
     /// Where the scan began in its direction (the lower bound going forward).
     start: Bound<Vec<u8>>,
+    /// The scan's direction.
+    dir: ScanDirection,
+    /// The range's lower bound: where a backward scan's last gap ends.
+    lower: Bound<Vec<u8>>,
     /// The key returned last.
     last: Option<Vec<u8>>,
     /// Set after an error: the cursor then ends, as [`Cursor`] does.
@@ -456,6 +478,53 @@ impl LockedCursor<'_, '_, '_> {
         }
     }
 
+    /// Backward scans (module doc, "Backward scans"): whether the gap above `key` — up to
+    /// the key returned last, or past the range's upper bound before the first — is empty
+    /// and no delete in it is in progress. True at once going forward, where the lock on
+    /// `key` itself covered the gap.
+    fn gap_above_is_empty(&mut self, s: &LockSpace, key: &[u8]) -> Result<bool> {
+        if self.dir == ScanDirection::Forward {
+            return Ok(true);
+        }
+        self.gap_is_empty(s, Bound::Excluded(key.to_vec()))
+    }
+
+    /// S on the first key at or after `from` as the tree is now (or on the end of the
+    /// tree), the name a delete of any key in the gap before it holds X on (its next-key
+    /// lock), so that the request waits for such a delete to end; taken until the first key
+    /// is the one locked, and kept for the read lock's duration (dropped at once at READ
+    /// COMMITTED). Returns whether that key lies at or above the key returned last (past
+    /// the range's upper bound if none was): nothing is in the gap, committed or not.
+    /// False if a key is there now (a delete rolled back, or an insert committed): the
+    /// caller reads again from the key returned last.
+    fn gap_is_empty(&mut self, s: &LockSpace, from: Bound<Vec<u8>>) -> Result<bool> {
+        let d = BTree::read_duration(self.txn).unwrap_or(LockDuration::Short);
+        let first = |tree: &BTree| match &from {
+            Bound::Included(k) => tree.first_key(Bound::Included(k)),
+            Bound::Excluded(k) => tree.first_key(Bound::Excluded(k)),
+            Bound::Unbounded => tree.first_key(Bound::Unbounded),
+        };
+        loop {
+            let next = first(self.tree)?;
+            let name = s.next_key(next.as_deref());
+            let short = self.tree.lock_s(self.txn, &name, d)?;
+            let now = first(self.tree)?;
+            self.unlock_short(&name, short);
+            if now != next {
+                continue; // the gap changed while the lock was requested
+            }
+            let Some(n) = next else {
+                return Ok(true); // nothing up to the end of the tree
+            };
+            return Ok(match (&self.last, &self.after_upper) {
+                (Some(last), _) => n.as_slice() >= last.as_slice(),
+                (None, Some(Bound::Excluded(u))) => n.as_slice() > u.as_slice(),
+                (None, Some(Bound::Included(u))) => n.as_slice() >= u.as_slice(),
+                (None, _) => false, // an unbounded range: any key is in it
+            });
+        }
+    }
+
     fn returned(&mut self, key: Vec<u8>, value: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
         // Reuses the buffer of the key returned before: no allocation per row.
         match &mut self.last {
@@ -509,6 +578,21 @@ impl LockedCursor<'_, '_, '_> {
                 if let Some((name, _, short)) = held.take() {
                     self.unlock_short(&name, short);
                 }
+                if self.dir == ScanDirection::Backward {
+                    // The gap between the range's lower bound and the key returned last
+                    // (module doc, "Backward scans").
+                    let Some(s) = self.tree.locking else {
+                        return Ok(None);
+                    };
+                    if BTree::read_duration(self.txn).is_none()
+                        || self.gap_is_empty(&s, self.lower.clone())?
+                    {
+                        return Ok(None);
+                    }
+                    let from = self.resume_bound();
+                    self.inner.resume_at(from);
+                    continue;
+                }
                 if end_checked {
                     return Ok(None);
                 }
@@ -537,7 +621,12 @@ impl LockedCursor<'_, '_, '_> {
                 self.unlock_short(&name, short);
                 if locked == key {
                     // Read after its lock was granted: committed, and the first key now.
-                    return Ok(Some(self.returned(key, value)));
+                    if self.gap_above_is_empty(&s, &key)? {
+                        return Ok(Some(self.returned(key, value)));
+                    }
+                    let from = self.resume_bound();
+                    self.inner.resume_at(from);
+                    continue;
                 }
                 // Another key comes first now (e.g. a delete rolled back while this
                 // transaction waited): lock that one.
@@ -563,7 +652,12 @@ impl LockedCursor<'_, '_, '_> {
                 // when the lock was granted, so the copy is committed, and nothing has come
                 // back between the key and the one returned before it.
                 self.unlock_short(&name, short);
-                return Ok(Some(self.returned(key, value)));
+                if self.gap_above_is_empty(&s, &key)? {
+                    return Ok(Some(self.returned(key, value)));
+                }
+                let from = self.resume_bound();
+                self.inner.resume_at(from);
+                continue;
             }
             *held = Some((name, key, short));
             let from = self.resume_bound();
