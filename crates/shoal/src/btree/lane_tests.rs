@@ -224,3 +224,45 @@ fn a_short_commit_turns_the_lane_off_until_the_next_bulk_transaction() {
     assert_sound(&t);
     e.close().unwrap();
 }
+
+/// A short transaction that commits while a bulk transaction of the same thread is still
+/// open leaves the lane on (transaction rule 11, `LogManager::hold_lane`): the bulk
+/// transaction goes on claiming chunks. Once no bulk transaction is open, the next short
+/// commit turns the lane off.
+#[test]
+fn a_short_commit_leaves_the_lane_on_while_a_bulk_transaction_is_open() {
+    let disk = FaultStorage::new(FaultConfig::new(14)).unwrap();
+    let e = open_with(&disk, 20);
+    let t = BTree::create(e.txns(), e.space()).unwrap();
+    let chunks = || e.log().stats().lane_chunks;
+    let mut bulk = e.begin();
+    insert_run(&t, &mut bulk, 0, 100);
+    assert!(chunks() > 0, "a bulk transaction used no lane");
+    let mut short = e.begin();
+    insert_run(&t, &mut short, 1_000, 3);
+    short.commit().unwrap();
+    let before = chunks();
+    insert_run(&t, &mut bulk, 100, 400);
+    assert!(
+        chunks() > before,
+        "the open bulk transaction lost its lane to a short commit"
+    );
+    bulk.commit().unwrap();
+    let mut short = e.begin();
+    insert_run(&t, &mut short, 2_000, 3);
+    short.commit().unwrap();
+    let after_off = chunks();
+    for i in 0..20 {
+        let mut tx = e.begin();
+        insert_run(&t, &mut tx, 3_000 + 3 * i, 3);
+        tx.commit().unwrap();
+    }
+    assert_eq!(
+        chunks(),
+        after_off,
+        "the lane stayed on after the bulk transaction"
+    );
+    assert_eq!(t.iter().count(), 566);
+    assert_sound(&t);
+    e.close().unwrap();
+}

@@ -140,6 +140,7 @@ mod open;
 
 use flusher::{flusher_main, zero_filler_main};
 pub use lane::Lane;
+pub(crate) use lane::LaneHold;
 use lane::Lanes;
 use open::{accepts_direct_io, find_end, partial_block_below};
 

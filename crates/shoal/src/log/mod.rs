@@ -34,6 +34,7 @@ pub mod record;
 pub mod segment;
 
 pub use anchor::{Anchor, ANCHOR_FILE};
+pub(crate) use manager::LaneHold;
 pub use manager::{Lane, LogManager, LogStats, FIRST_LSN};
 pub use options::{Durability, LogOptions, LANE_AFTER_RECORDS};
 

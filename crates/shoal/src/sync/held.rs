@@ -4,7 +4,7 @@
 //! keep no count and [`latches_held`] is always 0.
 //!
 //! The same count audits DESIGN.md principle 6 (no latch held across I/O other than the
-//! frame being read): the buffer pool's miss path calls [`note_page_read`] with its victim
+//! frame being read): the buffer pool's miss path calls `note_page_read` with its victim
 //! frame's X latch held, and a read started while the thread held any other latch is
 //! counted ([`page_reads_under_latch`]); with `SHOAL_AUDIT_LATCHED_READS` set, each one
 //! also prints where it came from (a backtrace) on standard error.

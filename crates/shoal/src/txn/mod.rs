@@ -86,9 +86,9 @@
 //!     A user transaction's `Commit`, and every `Abort`, `End` and compensation record,
 //!     are appended globally (rule L3); a system transaction's `Commit` goes in the lane
 //!     (rule 12). A user transaction that commits with no more page changes than the
-//!     threshold turns its thread's lane off again (the thread no longer writes in bulk;
-//!     a bulk transaction still open on the thread then logs globally until it ends,
-//!     slower but as correct).
+//!     threshold turns its thread's lane off again (the thread no longer writes in bulk),
+//!     unless a bulk transaction that turned the lane on is still open (it holds the lane
+//!     until it ends, on whatever thread: `LogManager::hold_lane`).
 //!     Short transactions never reach the threshold, so they pay nothing; a
 //!     bulk loader touches the shared reservation counter about once per chunk instead of
 //!     once per record.
@@ -140,7 +140,7 @@ use crate::lock::{
 use crate::log::record::{LogRecord, RecordKind, RecordRole};
 #[cfg(doc)]
 use crate::log::LogOptions;
-use crate::log::{Lane, LogManager};
+use crate::log::{Lane, LaneHold, LogManager};
 use crate::types::{Lsn, PageId, TxnId};
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;

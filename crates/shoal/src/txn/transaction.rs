@@ -61,6 +61,10 @@ pub struct Transaction<'m> {
     touched: Vec<(u32, PageId)>,
     /// Every record this transaction appends in a log lane goes above this LSN (rule 13).
     floor: Lsn,
+    /// Held from the change that turned this transaction's thread's lane on until it ends,
+    /// so that a short transaction committing on the thread meanwhile leaves the lane on
+    /// (rule 11).
+    lane_hold: Option<LaneHold>,
 }
 
 /// A point in a transaction to roll back to ([`Transaction::savepoint`]).
@@ -107,6 +111,7 @@ impl<'m> Transaction<'m> {
             isolation,
             locks: None,
             changes: 0,
+            lane_hold: None,
             touched: Vec::new(),
             floor: Lsn::ZERO,
         }
@@ -301,6 +306,9 @@ impl<'m> Transaction<'m> {
         let lsn = mgr
             .log
             .with_lane(bulk, |lane| mgr.log_change(page, &rec, near, lane, floor))?;
+        if bulk {
+            self.lane_hold = mgr.log.hold_lane();
+        }
         entry.set_last(lsn);
         if self.system {
             self.touched.push((page.frame_index(), page.page_id()));
@@ -411,6 +419,7 @@ impl<'m> Transaction<'m> {
             // thread no longer writes in bulk (after the locks and the slot are released:
             // closing the chunk writes its padding).
             let after = mgr.log.lane_after_records();
+            self.lane_hold = None;
             if after > 0 && self.changes <= after {
                 mgr.log.lane_off();
             }

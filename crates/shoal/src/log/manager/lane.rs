@@ -68,10 +68,11 @@
 //! split does not close the chunk by rule L1). A lane turns on when a transaction of the
 //! thread logs more than [`LogOptions::lane_after_records`] page changes — short
 //! transactions (TPC-B, TPC-C) never turn it on and pay nothing — and off again when a
-//! user transaction of the thread commits having logged no more than that (the thread no
-//! longer writes in bulk: a loader's later short transactions would otherwise pad a chunk
-//! at every full-page image that does not fit the chunk's rest, 10 % of the log of
-//! `shoal bench recovery`'s updates after its load), or after [`WASTE_LIMIT`] chunks in a
+//! user transaction of the thread commits having logged no more than that while no bulk
+//! transaction that turned it on is open (the thread no longer writes in bulk: a loader's
+//! later short transactions would otherwise pad a chunk at every full-page image that does
+//! not fit the chunk's rest, 10 % of the log of `shoal bench recovery`'s updates after its
+//! load; [`LogManager::hold_lane`]), or after [`WASTE_LIMIT`] chunks in a
 //! row were closed with more than half unused (the thread's pages are shared with other
 //! writers, and padding would outweigh what lanes save).
 //!
@@ -84,7 +85,7 @@ use crate::log::buffer::{Reservation, MIN_RECORD_BYTES};
 use crate::log::record::{encoded_len_for, RecordKind, RECORD_HEADER_BYTES};
 use crate::types::TxnId;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 /// Set in a chunk's claim word once it is closed (rule L7).
 const CLOSED: u64 = 1 << 63;
@@ -140,6 +141,21 @@ pub struct Lane {
     active: bool,
     /// Chunks in a row closed with more than half unused.
     wasted: u8,
+    /// Bulk transactions that turned this lane on and have not ended ([`LaneHold`]):
+    /// while any is open, a short transaction's commit leaves the lane on
+    /// ([`LogManager::lane_off`]). Counted from whatever thread the transaction ends on.
+    bulk_open: Arc<AtomicU32>,
+}
+
+/// A bulk transaction's claim on the lane it turned on ([`LogManager::hold_lane`]);
+/// dropped when the transaction ends. Only a hint for [`LogManager::lane_off`]: lanes are
+/// correct whether on or off, so the count needs no ordering with anything (relaxed).
+pub(crate) struct LaneHold(Arc<AtomicU32>);
+
+impl Drop for LaneHold {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 /// A thread's lanes: one per log it appended to in lane mode. A dead log's entry is dropped
@@ -212,9 +228,28 @@ impl LogManager {
     /// Turns this thread's lane of this log off and closes its chunk: called when a user
     /// transaction commits having logged no more than [`LogOptions::lane_after_records`]
     /// page changes, which shows that the thread no longer writes in bulk (module doc, "Who
-    /// uses a lane"). A bulk transaction still open on the thread (one that turned the lane
-    /// on and is not the committer) then appends globally until it ends: slower, as correct.
-    /// One thread-local load when the thread has no lane on.
+    /// uses a lane"), unless a bulk transaction that turned it on is still open
+    /// ([`LogManager::hold_lane`]). One thread-local load when the thread has no lane on.
+    /// Counts the calling transaction as a bulk writer of this thread's lane of this log,
+    /// if that lane is on: until the returned hold is dropped (the transaction ends), a
+    /// short transaction's commit on this thread leaves the lane on. `None` if the lane is
+    /// off.
+    pub(crate) fn hold_lane(&self) -> Option<LaneHold> {
+        if !ANY_LANE.with(Cell::get) {
+            return None;
+        }
+        THREAD_LANES.with(|t| {
+            let t = t.try_borrow().ok()?;
+            let me = Arc::as_ptr(&self.lanes);
+            let e = t.iter().find(|e| std::ptr::eq(e.log.as_ptr(), me))?;
+            if !e.lane.active {
+                return None;
+            }
+            e.lane.bulk_open.fetch_add(1, Relaxed);
+            Some(LaneHold(Arc::clone(&e.lane.bulk_open)))
+        })
+    }
+
     pub(crate) fn lane_off(&self) {
         if !ANY_LANE.with(Cell::get) {
             return;
@@ -225,7 +260,7 @@ impl LogManager {
             };
             let me = Arc::as_ptr(&self.lanes);
             if let Some(e) = t.iter_mut().find(|e| std::ptr::eq(e.log.as_ptr(), me)) {
-                if e.lane.active {
+                if e.lane.active && e.lane.bulk_open.load(Relaxed) == 0 {
                     self.end_chunk(&mut e.lane);
                     e.lane.active = false;
                     e.lane.next = 0;
