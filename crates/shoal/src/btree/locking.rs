@@ -73,9 +73,10 @@
 //! below the key returned last (or inside the range, before the first), something is in
 //! the gap now and the scan reads again from the key returned last. Having crossed its last
 //! gap, down to the range's lower bound, it does the same for the first key at or after
-//! the bound before it ends. The locks are short at READ COMMITTED, long above, where they
-//! mostly name keys the scan holds already (above the range, the key after it, as a forward
-//! scan's end-of-range lock). Rows returned through Commit_LSN need no such lock: their
+//! the bound before it ends. The locks are dropped at once below SERIALIZABLE; at
+//! SERIALIZABLE they are long, and mostly name keys the scan holds already (above the
+//! range, the key after it, as a forward scan's end-of-range lock), so no phantom enters
+//! a gap the scan crossed. Rows returned through Commit_LSN need no such lock: their
 //! leaf, gap included, held only committed data. Cost: two short lookups and a lock per row
 //! of a backward scan that reads under locks (a leaf changed recently at READ COMMITTED,
 //! or REPEATABLE READ and above).
@@ -492,13 +493,19 @@ impl LockedCursor<'_, '_, '_> {
     /// S on the first key at or after `from` as the tree is now (or on the end of the
     /// tree), the name a delete of any key in the gap before it holds X on (its next-key
     /// lock), so that the request waits for such a delete to end; taken until the first key
-    /// is the one locked, and kept for the read lock's duration (dropped at once at READ
-    /// COMMITTED). Returns whether that key lies at or above the key returned last (past
+    /// is the one locked, and kept to the end at SERIALIZABLE (no phantom enters the gap),
+    /// dropped at once below. Returns whether that key lies at or above the key returned last (past
     /// the range's upper bound if none was): nothing is in the gap, committed or not.
     /// False if a key is there now (a delete rolled back, or an insert committed): the
     /// caller reads again from the key returned last.
     fn gap_is_empty(&mut self, s: &LockSpace, from: Bound<Vec<u8>>) -> Result<bool> {
-        let d = BTree::read_duration(self.txn).unwrap_or(LockDuration::Short);
+        // Long only at SERIALIZABLE, where it keeps phantoms out of the gap; below, the
+        // lock only waits for a delete in progress, as the end-of-range lock does.
+        let d = if self.txn.isolation() == IsolationLevel::Serializable {
+            LockDuration::Long
+        } else {
+            LockDuration::Short
+        };
         let first = |tree: &BTree| match &from {
             Bound::Included(k) => tree.first_key(Bound::Included(k)),
             Bound::Excluded(k) => tree.first_key(Bound::Excluded(k)),
