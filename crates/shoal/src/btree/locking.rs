@@ -79,7 +79,8 @@
 //! a gap the scan crossed. Rows returned through Commit_LSN need no such lock: their
 //! leaf, gap included, held only committed data. Cost: two short lookups and a lock per row
 //! of a backward scan that reads under locks (a leaf changed recently at READ COMMITTED,
-//! or REPEATABLE READ and above).
+//! or REPEATABLE READ and above); one lock and no lookup when the gap lies in the leaf
+//! the scan copied and that leaf is unchanged (the key returned last is then the key above).
 
 use super::cursor::{Cursor, ScanDirection};
 use super::tree::BTree;
@@ -487,7 +488,35 @@ impl LockedCursor<'_, '_, '_> {
         if self.dir == ScanDirection::Forward {
             return Ok(true);
         }
+        // The common case, without a lookup: the gap up to the key returned last lies in
+        // the leaf copied for `key` and that leaf is unchanged, so that key is the first
+        // after `key` now. Its lock waits for a delete in the gap; the leaf still unchanged
+        // after the grant shows that none rolled back meanwhile.
+        if self.inner.unchanged_since_read().is_some() {
+            if let Some(last) = &self.last {
+                let name = s.key(last);
+                let short = self
+                    .tree
+                    .lock_s(self.txn, &name, self.gap_lock_duration())?;
+                let still = self.inner.unchanged_since_read().is_some();
+                self.unlock_short(&name, short);
+                if still {
+                    return Ok(true);
+                }
+            }
+        }
         self.gap_is_empty(s, Bound::Excluded(key.to_vec()))
+    }
+
+    /// How long a backward scan keeps a gap lock: to the end at SERIALIZABLE, where it
+    /// keeps phantoms out of the gap; below, the lock only waits for a delete in progress
+    /// and is dropped at once, as the end-of-range lock is.
+    fn gap_lock_duration(&self) -> LockDuration {
+        if self.txn.isolation() == IsolationLevel::Serializable {
+            LockDuration::Long
+        } else {
+            LockDuration::Short
+        }
     }
 
     /// S on the first key at or after `from` as the tree is now (or on the end of the
@@ -499,13 +528,7 @@ impl LockedCursor<'_, '_, '_> {
     /// False if a key is there now (a delete rolled back, or an insert committed): the
     /// caller reads again from the key returned last.
     fn gap_is_empty(&mut self, s: &LockSpace, from: Bound<Vec<u8>>) -> Result<bool> {
-        // Long only at SERIALIZABLE, where it keeps phantoms out of the gap; below, the
-        // lock only waits for a delete in progress, as the end-of-range lock does.
-        let d = if self.txn.isolation() == IsolationLevel::Serializable {
-            LockDuration::Long
-        } else {
-            LockDuration::Short
-        };
+        let d = self.gap_lock_duration();
         let first = |tree: &BTree| match &from {
             Bound::Included(k) => tree.first_key(Bound::Included(k)),
             Bound::Excluded(k) => tree.first_key(Bound::Excluded(k)),
