@@ -70,16 +70,26 @@ fn stress(run_for: Duration) {
         let writers: Vec<_> = (0..WRITERS)
             .map(|t| {
                 let (e, tree, stop) = (&e, &tree, &stop);
-                s.spawn(move || writer(e, tree, t, stop))
+                s.spawn(move || {
+                    let model = writer(e, tree, t, stop);
+                    no_reads_under_latch("writer");
+                    model
+                })
             })
             .collect();
         for r in 0..READERS {
             let (tree, stop) = (&tree, &stop);
-            s.spawn(move || reader(tree, r, stop));
+            s.spawn(move || {
+                reader(tree, r, stop);
+                no_reads_under_latch("reader");
+            });
         }
         for sc in 0..SCANNERS {
             let (tree, stop, scans) = (&tree, &stop, &scans);
-            s.spawn(move || scanner(tree, sc, stop, scans));
+            s.spawn(move || {
+                scanner(tree, sc, stop, scans);
+                no_reads_under_latch("scanner");
+            });
         }
         std::thread::sleep(run_for);
         stop.store(true, Ordering::Relaxed);
@@ -123,6 +133,16 @@ fn stress(run_for: Duration) {
 }
 
 /// Random changes to the writer's own keys; returns its model (key → version).
+/// DESIGN.md principle 6 on this thread: no page read (a miss) was started while it held a
+/// latch (the debug build's audit, `shoal::sync::held`; release builds count nothing).
+fn no_reads_under_latch(who: &str) {
+    assert_eq!(
+        shoal::sync::held::page_reads_under_latch(),
+        0,
+        "a {who} read a page while holding a latch"
+    );
+}
+
 fn writer(e: &Engine, tree: &BTree, t: u64, stop: &AtomicBool) -> BTreeMap<u64, u64> {
     let mut rng = StdRng::seed_from_u64(common::seeded(t));
     let mut committed: BTreeMap<u64, u64> = BTreeMap::new();
