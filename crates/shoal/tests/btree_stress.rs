@@ -137,7 +137,7 @@ fn stress(run_for: Duration) {
 /// latch (the debug build's audit, `shoal::sync::held`; release builds count nothing).
 fn no_reads_under_latch(who: &str) {
     assert_eq!(
-        shoal::sync::held::page_reads_under_latch(),
+        shoal::sync::held::miss_io_under_latch(),
         0,
         "a {who} read a page while holding a latch"
     );

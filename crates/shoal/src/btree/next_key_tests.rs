@@ -2,14 +2,14 @@
 //! Reading it is done under the leaf's X latch, so it must not be I/O (DESIGN.md principle
 //! 6): a right sibling out of the pool is read in after the latch is dropped, and the write
 //! starts over (`tree/write.rs`, `next_key_latched`). The debug build's audit
-//! (`sync::held::page_reads_under_latch`) counts any read started under a latch.
+//! (`sync::held::miss_io_under_latch`) counts any read started under a latch.
 
 use super::node::Node;
 use super::tests::{key, open, value};
 use super::{BTree, LockSpace};
 use crate::engine::Engine;
 use crate::io::{FaultConfig, FaultStorage};
-use crate::sync::held::page_reads_under_latch;
+use crate::sync::held::miss_io_under_latch;
 use crate::PageId;
 
 /// The last key of the tree's first leaf (as a number), that leaf's high fence and its
@@ -66,12 +66,12 @@ fn a_write_at_a_leafs_end_reads_the_right_sibling_with_no_latch_held() {
     evict(&e, &other, 0);
     assert!(!e.pool().is_resident(right), "the right sibling stayed in");
 
-    let before = page_reads_under_latch();
+    let before = miss_io_under_latch();
     let mut tx = e.begin();
     t.insert(&mut tx, &k, &value(1, 40)).unwrap();
     tx.commit().unwrap();
     assert_eq!(
-        page_reads_under_latch(),
+        miss_io_under_latch(),
         before,
         "the insert read under its latch"
     );
@@ -85,7 +85,7 @@ fn a_write_at_a_leafs_end_reads_the_right_sibling_with_no_latch_held() {
     assert_eq!(t.delete(&mut tx, &k).unwrap(), Some(value(1, 40)));
     tx.commit().unwrap();
     assert_eq!(
-        page_reads_under_latch(),
+        miss_io_under_latch(),
         before,
         "the delete read under its latch"
     );

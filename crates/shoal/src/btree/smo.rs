@@ -11,6 +11,10 @@ use crate::page::{PageRead, PageType};
 use crate::txn::{Transaction, TxnManager};
 use crate::types::{Lsn, PageId};
 
+/// Times a split or root growth drops its latches to have a dirty frame written back before
+/// it takes any frame under them (`BTree::new_frames`).
+const MAX_CLEANINGS: u32 = 3;
+
 /// Where a node splits: entries `0..keep` stay, the rest (for an inner node: after entry
 /// `keep`, whose child becomes the right node's leftmost) move right, and `sep` (entry
 /// `keep`'s key, or for a run's leaf split the key being inserted, [`SplitPlan::choose`])
@@ -175,6 +179,7 @@ impl BTree {
         run: bool,
         spares: &mut Vec<PageId>,
     ) -> Result<()> {
+        let mut cleanings = 0;
         loop {
             let Attempt::Done(path) = self.descend(Seek::Key(key), level)? else {
                 continue;
@@ -194,9 +199,10 @@ impl BTree {
             // allocation may read and sync a space map). Their frames are fixed only once the
             // split is certain, under the latches: a frame fixed early and then not used
             // would be written back blank, unlogged, over a page that a merge freed and whose
-            // old records redo may still replay (found by the B-tree crash matrix). Fixing a
-            // new frame may write back a dirty victim under the latches: rare (once per
-            // split), and bounded by one page write.
+            // old records redo may still replay (found by the B-tree crash matrix). Under the
+            // latches only a clean frame is taken (`new_frames`): when there is none, the
+            // latches go, a dirty victim is written back with none held, and the split
+            // starts over.
             let want = if path.parent.is_none() { 2 } else { 1 };
             while spares.len() < want {
                 spares.push(self.space.allocate()?);
@@ -205,7 +211,15 @@ impl BTree {
                 let Ok(mut root) = path.node.upgrade() else {
                     continue;
                 };
-                let grew = self.grow_root(txns, &mut root, key, needed, [spares[0], spares[1]]);
+                if Node::open(root.bytes())?.free_bytes() >= needed {
+                    return Ok(());
+                }
+                let Some([a, b]) = self.new_frames([spares[0], spares[1]], &mut cleanings)? else {
+                    drop(root);
+                    self.pool.clean_frames()?;
+                    continue;
+                };
+                let grew = self.grow_root(txns, &mut root, key, needed, [a, b]);
                 if !matches!(grew, Ok(false)) {
                     spares.drain(..2); // used (or perhaps linked, after an error): never free
                 }
@@ -228,9 +242,50 @@ impl BTree {
                 self.make_room_with(txns, key, level + 1, sep_needed, false, spares)?;
                 continue;
             }
-            let rid = spares.remove(0); // used (or perhaps linked, after an error): never free
-            return self.split(txns, &mut p, &mut x, rid, &plan);
+            let Some([r]) = self.new_frames([spares[0]], &mut cleanings)? else {
+                drop((x, p));
+                self.pool.clean_frames()?;
+                continue;
+            };
+            spares.remove(0); // used (or perhaps linked, after an error): never free
+            return self.split(txns, &mut p, &mut x, r, &plan);
         }
+    }
+
+    /// X-latched frames for the new pages `pids` of a split or root growth, fixed under the
+    /// caller's latches: clean frames only, so that no dirty victim is written back under
+    /// them (DESIGN.md principle 6). `None` (nothing fixed) when there is no clean frame: the
+    /// caller drops its latches, cleans one (`BufferPool::clean_frames`) and starts over,
+    /// counted in `cleanings`; after [`MAX_CLEANINGS`] of them (other threads dirtying every
+    /// frame freed at once) any frame is taken, a write-back under the latches included, so
+    /// that the split always ends. The frames hold whatever they held: the caller formats
+    /// every byte, or hands a frame back with `BufferPool::discard`.
+    fn new_frames<const N: usize>(
+        &self,
+        pids: [PageId; N],
+        cleanings: &mut u32,
+    ) -> Result<Option<[ExclusiveGuard<'_>; N]>> {
+        let mut got = Vec::with_capacity(N);
+        for pid in pids {
+            let g = if *cleanings >= MAX_CLEANINGS {
+                Some(self.pool.fix_uninit(pid)?)
+            } else {
+                self.pool.fix_uninit_clean(pid)?
+            };
+            match g {
+                Some(g) => got.push(g),
+                None => {
+                    for g in got {
+                        self.pool.discard(g);
+                    }
+                    *cleanings += 1;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(
+            got.try_into().unwrap_or_else(|_| unreachable!("N frames")),
+        ))
     }
 
     /// Runs `body` as one system transaction and commits it while the caller still holds
@@ -277,19 +332,24 @@ impl BTree {
         txns: &TxnManager,
         p: &mut ExclusiveGuard<'_>,
         x: &mut ExclusiveGuard<'_>,
-        rid: PageId,
+        mut r: ExclusiveGuard<'_>,
         plan: &SplitPlan,
     ) -> Result<()> {
-        let right = plan.right_half(&Node::open(x.bytes())?)?;
+        let rid = r.page_id();
         // `write_to` formats every byte of the page, so the frame is not zeroed first
-        // (`fix_uninit`); if it fails, the page is left an empty formatted page, as
+        // (`new_frames`); if anything fails, the page is left an empty formatted page, as
         // `fix_new` would have left it.
-        let mut r = self.pool.fix_uninit(rid)?;
         r.mark_dirty();
-        if let Err(e) = right.write_to(&mut r.page_mut(), rid) {
-            crate::page::header::init(&mut r.page_mut(), rid, PageType::BTreeLeaf);
-            return Err(e);
-        }
+        let right = plan
+            .right_half(&Node::open(x.bytes())?)
+            .and_then(|right| right.write_to(&mut r.page_mut(), rid).map(|_| right));
+        let right = match right {
+            Ok(right) => right,
+            Err(e) => {
+                crate::page::header::init(&mut r.page_mut(), rid, PageType::BTreeLeaf);
+                return Err(e);
+            }
+        };
         let r = &mut r;
         // The left half's new high fence is the right half's low fence.
         let high = right.low;
@@ -331,13 +391,21 @@ impl BTree {
         root: &mut ExclusiveGuard<'_>,
         key: &[u8],
         needed: usize,
-        [aid, bid]: [PageId; 2],
+        [mut a, mut b]: [ExclusiveGuard<'_>; 2],
     ) -> Result<bool> {
+        let (aid, bid) = (a.page_id(), b.page_id());
+        if Node::open(root.bytes())?.free_bytes() >= needed {
+            self.pool.discard(a);
+            self.pool.discard(b);
+            return Ok(false);
+        }
+        // Formatted at once (as `fix_new` would): a failure below leaves them empty pages.
+        for (g, pid) in [(&mut a, aid), (&mut b, bid)] {
+            crate::page::header::init(&mut g.page_mut(), pid, PageType::BTreeLeaf);
+            g.mark_dirty();
+        }
         let (img, plan, left, right) = {
             let n = Node::open(root.bytes())?;
-            if n.free_bytes() >= needed {
-                return Ok(false);
-            }
             if n.level >= MAX_LEVEL {
                 return Err(self.corrupt(self.root, "the tree is too tall"));
             }
@@ -345,8 +413,6 @@ impl BTree {
             let (left, right) = (plan.left_half(&n, bid)?, plan.right_half(&n)?);
             (n.image()?, plan, left, right)
         };
-        let mut a = self.pool.fix_new(aid, PageType::BTreeLeaf)?;
-        let mut b = self.pool.fix_new(bid, PageType::BTreeLeaf)?;
         left.write_to(&mut a.page_mut(), aid)?;
         right.write_to(&mut b.page_mut(), bid)?;
         let new_root = NodeImage {

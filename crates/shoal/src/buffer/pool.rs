@@ -25,6 +25,9 @@ mod miss;
 
 /// Full CLOCK rounds a victim search makes before giving up with `PoolExhausted`.
 const VICTIM_ROUNDS: usize = 4;
+/// Dirty frames [`BufferPool::clean_frames`] writes back at most, for a split turned away
+/// by [`BufferPool::fix_uninit_clean`].
+pub(crate) const CLEAN_BATCH_FRAMES: usize = 8;
 
 pub(crate) struct Counters {
     pub(crate) hits: StripedCounter,
@@ -345,6 +348,82 @@ impl BufferPool {
                 Err(_) => continue, // someone else brought it in; `latch` frees the frame
             }
         }
+    }
+
+    /// [`BufferPool::fix_uninit`] that takes only a clean frame for a page not in the pool,
+    /// so that it does no I/O: for a caller that holds other latches (a split's new page,
+    /// DESIGN.md principle 6). `Ok(None)` if no clean frame was found; the caller then drops
+    /// its latches, calls [`BufferPool::clean_frames`] and starts over. A frame fixed so
+    /// must be used, or handed to [`BufferPool::discard`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an invalid page id; the pool's sticky write failure.
+    pub(crate) fn fix_uninit_clean(&self, pid: PageId) -> Result<Option<ExclusiveGuard<'_>>> {
+        Self::check_pid(pid)?;
+        loop {
+            if let Some(f) = self.table.lookup(&self.frames, pid) {
+                let fr = &self.frames[f as usize];
+                let latch = fr.latch.exclusive();
+                if fr.page_id.load(Relaxed) == pid.0 {
+                    self.counters.hits.incr();
+                    fr.set_summary([0, 0]);
+                    return Ok(Some(ExclusiveGuard::new(self, f, latch)));
+                }
+                continue;
+            }
+            let Some((f, latch)) = self.find_clean_victim()? else {
+                return Ok(None);
+            };
+            if self.table.insert(&self.frames, pid, f).is_ok() {
+                return Ok(Some(ExclusiveGuard::new(self, f, latch)));
+            }
+            // Someone else brought `pid` in; `latch` frees the frame.
+        }
+    }
+
+    /// Writes back up to [`CLEAN_BATCH_FRAMES`] dirty frames from the CLOCK hand on, each
+    /// under its S latch (buffer rule 4), with no other latch held: for a caller that
+    /// [`BufferPool::fix_uninit_clean`] turned away, so that clean victims are there when it
+    /// comes back (its own descent's misses may take one or two first). The pages stay
+    /// resident. Frames latched by others are passed over.
+    ///
+    /// # Errors
+    /// The write-back error of a frame (the pool's sticky failure, buffer rule 6).
+    pub(crate) fn clean_frames(&self) -> Result<()> {
+        let n = self.frames.len();
+        let start = self.hand.load(Relaxed);
+        let mut cleaned = 0;
+        for k in 0..n {
+            let f = (start + k) % n;
+            let fr = &self.frames[f];
+            if !fr.dirty.load(Relaxed) {
+                continue;
+            }
+            let Some(_latch) = fr.latch.try_shared() else {
+                continue;
+            };
+            if PageId(fr.page_id.load(Relaxed)).is_valid() {
+                crate::sync::held::note_miss_io();
+                self.write_back(f as u32)?;
+                cleaned += 1;
+                if cleaned == CLEAN_BATCH_FRAMES {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives back `g`, fixed by [`BufferPool::fix_uninit_clean`] and not written to: a
+    /// clean frame (a victim's, holding another page's old bytes) leaves the table again,
+    /// so bytes the page never held cannot reach a later reader; a dirty one was the page's
+    /// own resident copy, untouched, and stays.
+    pub(crate) fn discard(&self, g: ExclusiveGuard<'_>) {
+        let (f, pid) = (g.frame_index(), g.page_id());
+        if !self.frames[f as usize].dirty.load(Relaxed) {
+            self.table.remove(&self.frames, pid, f);
+        }
+        drop(g);
     }
 
     /// Starts an optimistic read of `pid` (loading it first on a miss). The returned handle

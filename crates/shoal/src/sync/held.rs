@@ -4,10 +4,11 @@
 //! keep no count and [`latches_held`] is always 0.
 //!
 //! The same count audits DESIGN.md principle 6 (no latch held across I/O other than the
-//! frame being read): the buffer pool's miss path calls `note_page_read` with its victim
-//! frame's X latch held, and a read started while the thread held any other latch is
-//! counted ([`page_reads_under_latch`]); with `SHOAL_AUDIT_LATCHED_READS` set, each one
-//! also prints where it came from (a backtrace) on standard error.
+//! frame being read): the buffer pool's miss path calls `note_miss_io` with its victim
+//! frame's X latch held, before it writes a dirty victim back and before it reads the
+//! page, and such I/O started while the thread held any other latch is counted
+//! ([`miss_io_under_latch`]); with `SHOAL_AUDIT_LATCHED_READS` set, each one also prints
+//! where it came from (a backtrace) on standard error.
 //!
 //! The count is per thread: a guard must be dropped on the thread that took it (guards are
 //! never sent between threads in Shoal; a count that went wrong would only make the debug
@@ -36,16 +37,16 @@ mod imp {
     }
 
     thread_local! {
-        static READS_UNDER_LATCH: Cell<usize> = const { Cell::new(0) };
+        static MISS_IO_UNDER_LATCH: Cell<usize> = const { Cell::new(0) };
     }
 
-    pub(crate) fn note_page_read() {
+    pub(crate) fn note_miss_io() {
         // The miss path holds exactly one latch of its own: the victim frame's.
         if count() > 1 {
-            READS_UNDER_LATCH.with(|r| r.set(r.get() + 1));
+            MISS_IO_UNDER_LATCH.with(|r| r.set(r.get() + 1));
             if std::env::var_os("SHOAL_AUDIT_LATCHED_READS").is_some() {
                 eprintln!(
-                    "page read with {} other latch(es) held:\n{}",
+                    "miss I/O with {} other latch(es) held:\n{}",
                     count() - 1,
                     std::backtrace::Backtrace::force_capture()
                 );
@@ -53,8 +54,8 @@ mod imp {
         }
     }
 
-    pub(crate) fn reads_under_latch() -> usize {
-        READS_UNDER_LATCH.with(Cell::get)
+    pub(crate) fn io_under_latch() -> usize {
+        MISS_IO_UNDER_LATCH.with(Cell::get)
     }
 }
 
@@ -68,13 +69,13 @@ mod imp {
         0
     }
     #[inline]
-    pub(crate) fn note_page_read() {}
-    pub(crate) fn reads_under_latch() -> usize {
+    pub(crate) fn note_miss_io() {}
+    pub(crate) fn io_under_latch() -> usize {
         0
     }
 }
 
-pub(crate) use imp::{acquired, note_page_read, released};
+pub(crate) use imp::{acquired, note_miss_io, released};
 
 /// Shared and exclusive latches the calling thread holds now (debug builds; 0 in release
 /// builds).
@@ -82,9 +83,9 @@ pub fn latches_held() -> usize {
     imp::count()
 }
 
-/// Page reads (buffer-pool misses) the calling thread has started while it held a latch
-/// other than the frame being read — breaches of DESIGN.md principle 6 (module doc). Debug
-/// builds; 0 in release builds.
-pub fn page_reads_under_latch() -> usize {
-    imp::reads_under_latch()
+/// Buffer-pool miss I/O (a page read, or the write-back of a dirty victim) the calling
+/// thread has started while it held a latch other than the victim frame's — breaches of
+/// DESIGN.md principle 6 (module doc). Debug builds; 0 in release builds.
+pub fn miss_io_under_latch() -> usize {
+    imp::io_under_latch()
 }

@@ -42,7 +42,7 @@ impl BufferPool {
             pid,
             frame: f,
         };
-        crate::sync::held::note_page_read();
+        crate::sync::held::note_miss_io();
         self.read_into_frame(pid, f)?;
         std::mem::forget(installed);
         self.counters.misses.incr();
@@ -90,6 +90,26 @@ impl BufferPool {
     /// can X-latch without waiting (buffer rule 4). A dirty victim is written back first
     /// (under its X latch only). Returns the frame X-latched, out of the table, free.
     pub(super) fn find_victim(&self) -> Result<(u32, sync::ExclusiveGuard<'_>)> {
+        match self.find_victim_with(true)? {
+            Some(v) => Ok(v),
+            None => Err(Error::PoolExhausted {
+                frames: self.frames.len(),
+                rounds: VICTIM_ROUNDS,
+            }),
+        }
+    }
+
+    /// [`BufferPool::find_victim`] that passes over dirty frames: no I/O at all, for a
+    /// caller that holds latches (DESIGN.md principle 6). `None` if the search found no
+    /// clean frame it could latch.
+    pub(super) fn find_clean_victim(&self) -> Result<Option<(u32, sync::ExclusiveGuard<'_>)>> {
+        self.find_victim_with(false)
+    }
+
+    fn find_victim_with(
+        &self,
+        write_back: bool,
+    ) -> Result<Option<(u32, sync::ExclusiveGuard<'_>)>> {
         // Rule 6: after a failed write or sync nothing is evicted — a page written since the
         // last good sync may read back old after an fsync error (the kernel may have dropped
         // it), so only resident pages are served until the database is reopened.
@@ -121,7 +141,10 @@ impl BufferPool {
             // tried, from relaxed reads of the flag and the page LSN (a racing change can
             // only make the guess wrong: `force_log` enforces rule A6 whatever it was), so
             // a frame passed over keeps its version and its readers' bias.
-            if step < defer_dirty && fr.dirty.load(Relaxed) && !self.below_floor(i as u32) {
+            if (!write_back || step < defer_dirty)
+                && fr.dirty.load(Relaxed)
+                && (!write_back || !self.below_floor(i as u32))
+            {
                 continue;
             }
             // A reader-biased latch marks a read-hot page, and trying it costs a scan of the
@@ -135,17 +158,18 @@ impl BufferPool {
             let old = PageId(fr.page_id.load(Relaxed));
             if old.is_valid() {
                 if fr.dirty.load(Relaxed) {
+                    if !write_back {
+                        continue; // dirtied since the test above; `latch` drops
+                    }
+                    crate::sync::held::note_miss_io();
                     self.write_back(i as u32)?;
                 }
                 self.table.remove(&self.frames, old, i as u32);
                 self.counters.evictions.incr();
             }
-            return Ok((i as u32, latch));
+            return Ok(Some((i as u32, latch)));
         }
-        Err(Error::PoolExhausted {
-            frames: n,
-            rounds: VICTIM_ROUNDS,
-        })
+        Ok(None)
     }
 
     /// True if frame `f`'s page can be written without raising the log's durable floor: its
