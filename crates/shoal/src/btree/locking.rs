@@ -56,10 +56,11 @@
 //! The next key of an insert or delete at the end of a leaf is the first key of a leaf to
 //! the right, read optimistically while the leaf's X latch is held (latches are taken left
 //! to right, so this cannot deadlock). It is read only from the pool: if that leaf is out of
-//! it (or the answer needs the cursor's descent), the write drops its latch, reads the pages
-//! in with nothing held, and starts over (DESIGN.md principle 6; `tree/write.rs`,
-//! `next_key_latched`). Only a write that has started over three times so (the pages
-//! evicted again at once each time) reads under the latch, so that it always ends.
+//! it, the write drops its latch, reads the leaf in with nothing held, and starts over
+//! (DESIGN.md principle 6; `tree/write.rs`, `next_key_latched`). Past an empty sibling the
+//! cursor's pages are read in so once, and the cursor then runs under the latch; a write
+//! that has started over three times (the pages evicted again at once each time) reads
+//! under the latch, so that it always ends.
 //!
 //! ## Backward scans
 //! Every lock above guards the gap *below* its key: a delete locks its next key, an insert
@@ -71,7 +72,8 @@
 //! the gap above that key again: S on the first key after it as the tree is now (the name
 //! a delete in the gap holds X on), until that first key is the one locked; if that key lies
 //! below the key returned last (or inside the range, before the first), something is in
-//! the gap now and the scan reads again from the key returned last. Having crossed its last
+//! the gap now and the scan reads again from the key returned last (at most four times
+//! between two rows, so that endless inserts into the gap cannot starve it). Having crossed its last
 //! gap, down to the range's lower bound, it does the same for the first key at or after
 //! the bound before it ends. The locks are dropped at once below SERIALIZABLE; at
 //! SERIALIZABLE they are long, and mostly name keys the scan holds already (above the
@@ -341,6 +343,7 @@ impl BTree {
             lower: lower.map(<[u8]>::to_vec),
             last: None,
             failed: false,
+            gap_retries: 0,
         }
     }
 
@@ -384,6 +387,10 @@ impl BTree {
     }
 }
 
+/// Failed gap checks a backward scan retries between two rows before it goes on
+/// ([`LockedCursor::gap_is_empty`]).
+const MAX_GAP_RETRIES: u32 = 4;
+
 /// A next-key lock to wait for with no latch held ([`BTree::next_key_lock`]).
 pub(crate) struct NextKeyWait {
     name: LockName,
@@ -416,6 +423,9 @@ pub struct LockedCursor<'a, 't, 'm> {
     last: Option<Vec<u8>>,
     /// Set after an error: the cursor then ends, as [`Cursor`] does.
     failed: bool,
+    /// Backward scans: gap checks that failed since the last row returned
+    /// ([`LockedCursor::gap_is_empty`]).
+    gap_retries: u32,
 }
 
 impl LockedCursor<'_, '_, '_> {
@@ -540,22 +550,35 @@ impl LockedCursor<'_, '_, '_> {
             let short = self.tree.lock_s(self.txn, &name, d)?;
             let now = first(self.tree)?;
             self.unlock_short(&name, short);
-            if now != next {
-                continue; // the gap changed while the lock was requested
+            // `now != next`: the gap changed while the lock was requested.
+            let empty = now == next
+                && match (&next, &self.last, &self.after_upper) {
+                    (None, _, _) => true, // nothing up to the end of the tree
+                    (Some(n), Some(last), _) => n.as_slice() >= last.as_slice(),
+                    (Some(n), None, Some(Bound::Excluded(u))) => n.as_slice() > u.as_slice(),
+                    (Some(n), None, Some(Bound::Included(u))) => n.as_slice() >= u.as_slice(),
+                    (Some(_), None, _) => false, // an unbounded range: any key is in it
+                };
+            if empty {
+                return Ok(true);
             }
-            let Some(n) = next else {
-                return Ok(true); // nothing up to the end of the tree
-            };
-            return Ok(match (&self.last, &self.after_upper) {
-                (Some(last), _) => n.as_slice() >= last.as_slice(),
-                (None, Some(Bound::Excluded(u))) => n.as_slice() > u.as_slice(),
-                (None, Some(Bound::Included(u))) => n.as_slice() >= u.as_slice(),
-                (None, _) => false, // an unbounded range: any key is in it
-            });
+            // Each failure follows a granted lock: what came into the gap was committed
+            // (an insert, or a delete rolled back). Bounded, so that writers inserting into
+            // the gap without end (new highest keys above a descending scan) cannot starve
+            // the scan: past the bound it goes on, as a forward scan does after its one
+            // re-read at the end of the range.
+            self.gap_retries += 1;
+            if self.gap_retries > MAX_GAP_RETRIES {
+                return Ok(true);
+            }
+            if now == next {
+                return Ok(false);
+            }
         }
     }
 
     fn returned(&mut self, key: Vec<u8>, value: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
+        self.gap_retries = 0;
         // Reuses the buffer of the key returned before: no allocation per row.
         match &mut self.last {
             Some(last) => {

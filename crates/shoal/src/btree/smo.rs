@@ -255,7 +255,8 @@ impl BTree {
     /// X-latched frames for the new pages `pids` of a split or root growth, fixed under the
     /// caller's latches: clean frames only, so that no dirty victim is written back under
     /// them (DESIGN.md principle 6). `None` (nothing fixed) when there is no clean frame: the
-    /// caller drops its latches, cleans one (`BufferPool::clean_frames`) and starts over,
+    /// caller drops its latches, has a batch of dirty frames written back
+    /// (`BufferPool::clean_frames`) and starts over,
     /// counted in `cleanings`; after [`MAX_CLEANINGS`] of them (other threads dirtying every
     /// frame freed at once) any frame is taken, a write-back under the latches included, so
     /// that the split always ends. The frames hold whatever they held: the caller formats
@@ -268,18 +269,19 @@ impl BTree {
         let mut got = Vec::with_capacity(N);
         for pid in pids {
             let g = if *cleanings >= MAX_CLEANINGS {
-                Some(self.pool.fix_uninit(pid)?)
+                self.pool.fix_uninit(pid).map(Some)
             } else {
-                self.pool.fix_uninit_clean(pid)?
+                self.pool.fix_uninit_clean(pid)
             };
             match g {
-                Some(g) => got.push(g),
-                None => {
+                Ok(Some(g)) => got.push(g),
+                other => {
+                    // Those fixed so far go back unwritten.
                     for g in got {
                         self.pool.discard(g);
                     }
                     *cleanings += 1;
-                    return Ok(None);
+                    return other.map(|_| None);
                 }
             }
         }
@@ -336,20 +338,21 @@ impl BTree {
         plan: &SplitPlan,
     ) -> Result<()> {
         let rid = r.page_id();
-        // `write_to` formats every byte of the page, so the frame is not zeroed first
-        // (`new_frames`); if anything fails, the page is left an empty formatted page, as
-        // `fix_new` would have left it.
-        r.mark_dirty();
-        let right = plan
-            .right_half(&Node::open(x.bytes())?)
-            .and_then(|right| right.write_to(&mut r.page_mut(), rid).map(|_| right));
-        let right = match right {
+        let right = match Node::open(x.bytes()).and_then(|n| plan.right_half(&n)) {
             Ok(right) => right,
             Err(e) => {
-                crate::page::header::init(&mut r.page_mut(), rid, PageType::BTreeLeaf);
+                self.pool.discard(r); // unwritten: nothing of it may reach the disk
                 return Err(e);
             }
         };
+        // `write_to` formats every byte of the page, so the frame is not zeroed first
+        // (`new_frames`); if it fails, the page is left an empty formatted page, as
+        // `fix_new` would have left it.
+        r.mark_dirty();
+        if let Err(e) = right.write_to(&mut r.page_mut(), rid) {
+            crate::page::header::init(&mut r.page_mut(), rid, PageType::BTreeLeaf);
+            return Err(e);
+        }
         let r = &mut r;
         // The left half's new high fence is the right half's low fence.
         let high = right.low;
@@ -394,25 +397,33 @@ impl BTree {
         [mut a, mut b]: [ExclusiveGuard<'_>; 2],
     ) -> Result<bool> {
         let (aid, bid) = (a.page_id(), b.page_id());
-        if Node::open(root.bytes())?.free_bytes() >= needed {
-            self.pool.discard(a);
-            self.pool.discard(b);
-            return Ok(false);
-        }
-        // Formatted at once (as `fix_new` would): a failure below leaves them empty pages.
-        for (g, pid) in [(&mut a, aid), (&mut b, bid)] {
-            crate::page::header::init(&mut g.page_mut(), pid, PageType::BTreeLeaf);
-            g.mark_dirty();
-        }
-        let (img, plan, left, right) = {
+        // Everything that can fail before the new pages are written is done first; on a
+        // failure, or when the root has room after all, their frames go back unwritten.
+        let planned = (|| -> Result<Option<_>> {
             let n = Node::open(root.bytes())?;
+            if n.free_bytes() >= needed {
+                return Ok(None);
+            }
             if n.level >= MAX_LEVEL {
                 return Err(self.corrupt(self.root, "the tree is too tall"));
             }
             let plan = SplitPlan::choose(&n, self, key, false)?;
             let (left, right) = (plan.left_half(&n, bid)?, plan.right_half(&n)?);
-            (n.image()?, plan, left, right)
+            Ok(Some((n.image()?, plan, left, right)))
+        })();
+        let (img, plan, left, right) = match planned {
+            Ok(Some(planned)) => planned,
+            other => {
+                self.pool.discard(a);
+                self.pool.discard(b);
+                return other.map(|_| false);
+            }
         };
+        // Formatted first (as `fix_new` would): a failure below leaves them empty pages.
+        for (g, pid) in [(&mut a, aid), (&mut b, bid)] {
+            crate::page::header::init(&mut g.page_mut(), pid, PageType::BTreeLeaf);
+            g.mark_dirty();
+        }
         left.write_to(&mut a.page_mut(), aid)?;
         right.write_to(&mut b.page_mut(), bid)?;
         let new_root = NodeImage {

@@ -629,7 +629,11 @@ fn a_transaction_dirtying_more_than_the_pool_makes_progress_without_a_cleaner() 
         tx.commit().unwrap();
         // Every frame was dirty at every split: its new page took a clean frame, made by
         // writes with no latch held (`smo::new_frames`; DESIGN.md principle 6).
-        assert_eq!(crate::sync::held::miss_io_under_latch(), 0, "I/O under a latch");
+        assert_eq!(
+            crate::sync::held::miss_io_under_latch(),
+            0,
+            "I/O under a latch"
+        );
         let keys = assert_sound(&t).keys;
         e.close().unwrap();
         let _ = done.send(keys);

@@ -39,7 +39,12 @@
 //!    table latch held; concurrent fixers of the same page find the frame and wait on its latch
 //!    instead of reading twice. A failed read removes the frame again and returns the error.
 //! 4. **Replacement** is CLOCK with an atomic hand; candidates are taken with try-latch, never
-//!    waited for; no latch other than the victim's X is held while it is written back.
+//!    waited for; the pool holds no latch other than the victim's X while it writes it
+//!    back. A caller that holds latches of its own asks for a clean victim instead
+//!    (`fix_uninit_clean`, a B-tree split's new page) and, turned away, drops them and
+//!    has frames written back first (`clean_frames`); only after three such rounds does a
+//!    split take a dirty victim under its latches (the debug audit in `sync::held` counts
+//!    each such write).
 //! 5. **WAL rule and recovery LSNs**: before a dirty page is written, `WalHook::force_log` is
 //!    called with its page LSN. A page turning dirty records the log's current end as its
 //!    recovery LSN *before* its log record is appended, so the cleaner can publish a safe

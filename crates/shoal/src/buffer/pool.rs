@@ -28,6 +28,10 @@ const VICTIM_ROUNDS: usize = 4;
 /// Dirty frames [`BufferPool::clean_frames`] writes back at most, for a split turned away
 /// by [`BufferPool::fix_uninit_clean`].
 pub(crate) const CLEAN_BATCH_FRAMES: usize = 8;
+/// Frames a victim search for a clean frame visits at most ([`BufferPool::fix_uninit_clean`]):
+/// it runs under the caller's latches, so it gives up early instead of sweeping the whole
+/// pool several times as a miss may.
+pub(crate) const CLEAN_SEARCH_FRAMES: usize = 1024;
 
 pub(crate) struct Counters {
     pub(crate) hits: StripedCounter,
@@ -326,54 +330,58 @@ impl BufferPool {
     /// # Errors
     /// [`Error::PoolExhausted`], or the write-back error of a dirty victim.
     pub fn fix_uninit(&self, pid: PageId) -> Result<ExclusiveGuard<'_>> {
-        Self::check_pid(pid)?;
-        loop {
-            if let Some(f) = self.table.lookup(&self.frames, pid) {
-                let fr = &self.frames[f as usize];
-                let latch = fr.latch.exclusive();
-                if fr.page_id.load(Relaxed) == pid.0 {
-                    self.counters.hits.incr();
-                    // The caller rewrites the page whole: a summary is of what it held.
-                    fr.set_summary([0, 0]);
-                    return Ok(ExclusiveGuard::new(self, f, latch));
-                }
-                continue;
-            }
-            let (f, latch) = self.find_victim()?;
-            match self.table.insert(&self.frames, pid, f) {
-                Ok(()) => {
-                    // Not a miss: nothing is read (a new page, or one redo rebuilds whole).
-                    return Ok(ExclusiveGuard::new(self, f, latch));
-                }
-                Err(_) => continue, // someone else brought it in; `latch` frees the frame
-            }
+        match self.fix_uninit_with(pid, true)? {
+            Some(g) => Ok(g),
+            None => unreachable!("a victim search that may write back finds a frame or fails"),
         }
     }
 
     /// [`BufferPool::fix_uninit`] that takes only a clean frame for a page not in the pool,
-    /// so that it does no I/O: for a caller that holds other latches (a split's new page,
-    /// DESIGN.md principle 6). `Ok(None)` if no clean frame was found; the caller then drops
+    /// so that it does no I/O and waits for none: for a caller that holds other latches (a
+    /// split's new page, DESIGN.md principle 6). `Ok(None)` if no clean frame was found
+    /// within [`CLEAN_SEARCH_FRAMES`] of the CLOCK hand, or if the page is resident and
+    /// latched by another thread; the caller then drops
     /// its latches, calls [`BufferPool::clean_frames`] and starts over. A frame fixed so
     /// must be used, or handed to [`BufferPool::discard`].
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an invalid page id; the pool's sticky write failure.
     pub(crate) fn fix_uninit_clean(&self, pid: PageId) -> Result<Option<ExclusiveGuard<'_>>> {
+        self.fix_uninit_with(pid, false)
+    }
+
+    /// [`BufferPool::fix_uninit`], with a victim that may be written back first
+    /// (`write_back`), or only a clean one (`None` if there is none).
+    fn fix_uninit_with(&self, pid: PageId, write_back: bool) -> Result<Option<ExclusiveGuard<'_>>> {
         Self::check_pid(pid)?;
         loop {
             if let Some(f) = self.table.lookup(&self.frames, pid) {
                 let fr = &self.frames[f as usize];
-                let latch = fr.latch.exclusive();
+                // Without `write_back` the caller holds latches: no wait for a holder that
+                // may be doing I/O on the frame (a write-back of an earlier life of `pid`).
+                let latch = match write_back {
+                    true => fr.latch.exclusive(),
+                    false => match fr.latch.try_exclusive() {
+                        Some(latch) => latch,
+                        None => return Ok(None),
+                    },
+                };
                 if fr.page_id.load(Relaxed) == pid.0 {
                     self.counters.hits.incr();
+                    // The caller rewrites the page whole: a summary is of what it held.
                     fr.set_summary([0, 0]);
                     return Ok(Some(ExclusiveGuard::new(self, f, latch)));
                 }
                 continue;
             }
-            let Some((f, latch)) = self.find_clean_victim()? else {
+            let victim = match write_back {
+                true => Some(self.find_victim()?),
+                false => self.find_clean_victim()?,
+            };
+            let Some((f, latch)) = victim else {
                 return Ok(None);
             };
+            // Not a miss: nothing is read (a new page, or one redo rebuilds whole).
             if self.table.insert(&self.frames, pid, f).is_ok() {
                 return Ok(Some(ExclusiveGuard::new(self, f, latch)));
             }

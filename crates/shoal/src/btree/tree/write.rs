@@ -366,12 +366,14 @@ impl BTree {
     /// leaves to the right; `None` at the end of the tree).
     ///
     /// No I/O under the latch (DESIGN.md principle 6): when the answer lies on a page that
-    /// is not in the pool (or is being read in or changed), or needs the cursor's descent,
-    /// this returns [`NextKey::Warm`] instead, for the caller to drop the latch, bring the
-    /// pages in ([`BTree::warm_up`]) and start the operation over. `warm_ups` counts the
-    /// operation's warm-ups; after [`MAX_WARM_UPS`] (pages evicted again at once, a sibling
-    /// changing under every try) the answer is read under the latch as a last resort, so
-    /// that the operation always ends.
+    /// is not in the pool (or is being read in or changed), this returns
+    /// [`NextKey::Warm`] instead, for the caller to drop the latch, bring the page in
+    /// ([`BTree::warm_up`]) and start the operation over. When it needs the cursor (an
+    /// empty right sibling), the first pass warms the cursor's pages so and later passes
+    /// run it under the latch. `warm_ups` counts the operation's warm-ups; after
+    /// [`MAX_WARM_UPS`] (pages evicted again at once, a sibling changing under every try)
+    /// the answer is read under the latch as a last resort, so that the operation always
+    /// ends.
     fn next_key_latched<'x>(
         &self,
         x: &'x ExclusiveGuard<'_>,
@@ -417,9 +419,11 @@ impl BTree {
                 Some(_) => {}
             }
         }
-        if !may_read {
-            // The cursor descends from the root and walks right: pages that may be out of
-            // the pool. Run once with no latch held, it leaves them in.
+        if !may_read && *warm_ups == 0 {
+            // The cursor descends from the root and walks right (past an empty sibling):
+            // pages that may be out of the pool. Run once with no latch held, it leaves
+            // them in; the pass after that runs it under the latch (warming again could
+            // not change the sibling that sent it here).
             *warm_ups += 1;
             return Ok(NextKey::Warm(Warm::NextKeyFrom(high)));
         }

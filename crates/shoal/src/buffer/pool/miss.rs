@@ -100,8 +100,9 @@ impl BufferPool {
     }
 
     /// [`BufferPool::find_victim`] that passes over dirty frames: no I/O at all, for a
-    /// caller that holds latches (DESIGN.md principle 6). `None` if the search found no
-    /// clean frame it could latch.
+    /// caller that holds latches (DESIGN.md principle 6). It visits at most
+    /// [`CLEAN_SEARCH_FRAMES`] frames and takes the first clean one it can latch at once,
+    /// whether or not it was referenced lately. `None` if there was none.
     pub(super) fn find_clean_victim(&self) -> Result<Option<(u32, sync::ExclusiveGuard<'_>)>> {
         self.find_victim_with(false)
     }
@@ -127,10 +128,16 @@ impl BufferPool {
         } else {
             0
         };
-        for step in 0..n * (VICTIM_ROUNDS + 2) {
+        let steps = match write_back {
+            true => n * (VICTIM_ROUNDS + 2),
+            false => n.min(CLEAN_SEARCH_FRAMES),
+        };
+        for step in 0..steps {
             let i = self.hand.fetch_add(1, Relaxed) % n;
             let fr = &self.frames[i];
-            if fr.referenced.load(Relaxed) {
+            // A search for a clean frame takes the first it meets, referenced or not: it
+            // runs under its caller's latches and is short (a split's new page, rarely).
+            if write_back && fr.referenced.load(Relaxed) {
                 fr.referenced.store(false, Relaxed);
                 continue;
             }

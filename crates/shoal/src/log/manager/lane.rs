@@ -225,11 +225,6 @@ impl LogManager {
         })
     }
 
-    /// Turns this thread's lane of this log off and closes its chunk: called when a user
-    /// transaction commits having logged no more than [`LogOptions::lane_after_records`]
-    /// page changes, which shows that the thread no longer writes in bulk (module doc, "Who
-    /// uses a lane"), unless a bulk transaction that turned it on is still open
-    /// ([`LogManager::hold_lane`]). One thread-local load when the thread has no lane on.
     /// Counts the calling transaction as a bulk writer of this thread's lane of this log,
     /// if that lane is on: until the returned hold is dropped (the transaction ends), a
     /// short transaction's commit on this thread leaves the lane on. `None` if the lane is
@@ -250,6 +245,11 @@ impl LogManager {
         })
     }
 
+    /// Turns this thread's lane of this log off and closes its chunk: called when a user
+    /// transaction commits having logged no more than [`LogOptions::lane_after_records`]
+    /// page changes, which shows that the thread no longer writes in bulk (module doc, "Who
+    /// uses a lane"), unless a bulk transaction that turned it on is still open
+    /// ([`LogManager::hold_lane`]). One thread-local load when the thread has no lane on.
     pub(crate) fn lane_off(&self) {
         if !ANY_LANE.with(Cell::get) {
             return;
