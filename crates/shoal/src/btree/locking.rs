@@ -451,11 +451,7 @@ impl LockedCursor<'_, '_, '_> {
         let Some(from) = self.after_upper.clone() else {
             return Ok(None);
         };
-        let d = if self.txn.isolation() == IsolationLevel::Serializable {
-            LockDuration::Long
-        } else {
-            LockDuration::Short
-        };
+        let d = self.range_lock_duration();
         // The key that ended the range in the last batch's leaf, if nothing between the last
         // entry returned and it can have changed: locked, and confirmed by the leaf's
         // version still being the one copied — no descent at all.
@@ -482,6 +478,12 @@ impl LockedCursor<'_, '_, '_> {
 }
 
 impl LockedCursor<'_, '_, '_> {
+    /// Sends the cursor back to read again from [`LockedCursor::resume_bound`].
+    fn resume(&mut self) {
+        let from = self.resume_bound();
+        self.inner.resume_at(from);
+    }
+
     /// Where a re-read starts: just after the key returned last, or where the scan began.
     fn resume_bound(&self) -> Bound<Vec<u8>> {
         match &self.last {
@@ -507,7 +509,7 @@ impl LockedCursor<'_, '_, '_> {
                 let name = s.key(last);
                 let short = self
                     .tree
-                    .lock_s(self.txn, &name, self.gap_lock_duration())?;
+                    .lock_s(self.txn, &name, self.range_lock_duration())?;
                 let still = self.inner.unchanged_since_read().is_some();
                 self.unlock_short(&name, short);
                 if still {
@@ -518,10 +520,10 @@ impl LockedCursor<'_, '_, '_> {
         self.gap_is_empty(s, Bound::Excluded(key.to_vec()))
     }
 
-    /// How long a backward scan keeps a gap lock: to the end at SERIALIZABLE, where it
-    /// keeps phantoms out of the gap; below, the lock only waits for a delete in progress
-    /// and is dropped at once, as the end-of-range lock is.
-    fn gap_lock_duration(&self) -> LockDuration {
+    /// How long a range lock (the end-of-range lock, a backward scan's gap lock) is kept:
+    /// to the end at SERIALIZABLE, where it keeps phantoms out; below, it only waits for a
+    /// delete in progress and is dropped at once.
+    fn range_lock_duration(&self) -> LockDuration {
         if self.txn.isolation() == IsolationLevel::Serializable {
             LockDuration::Long
         } else {
@@ -538,12 +540,9 @@ impl LockedCursor<'_, '_, '_> {
     /// False if a key is there now (a delete rolled back, or an insert committed): the
     /// caller reads again from the key returned last.
     fn gap_is_empty(&mut self, s: &LockSpace, from: Bound<Vec<u8>>) -> Result<bool> {
-        let d = self.gap_lock_duration();
-        let first = |tree: &BTree| match &from {
-            Bound::Included(k) => tree.first_key(Bound::Included(k)),
-            Bound::Excluded(k) => tree.first_key(Bound::Excluded(k)),
-            Bound::Unbounded => tree.first_key(Bound::Unbounded),
-        };
+        let d = self.range_lock_duration();
+        let from = from.as_ref().map(Vec::as_slice);
+        let first = |tree: &BTree| tree.first_key(from);
         loop {
             let next = first(self.tree)?;
             let name = s.next_key(next.as_deref());
@@ -642,8 +641,7 @@ impl LockedCursor<'_, '_, '_> {
                     {
                         return Ok(None);
                     }
-                    let from = self.resume_bound();
-                    self.inner.resume_at(from);
+                    self.resume();
                     continue;
                 }
                 if end_checked {
@@ -661,8 +659,7 @@ impl LockedCursor<'_, '_, '_> {
                 }
                 *end = Some((name, short));
                 end_checked = true;
-                let from = self.resume_bound();
-                self.inner.resume_at(from);
+                self.resume();
                 continue;
             };
             let s = match self.tree.locking {
@@ -677,8 +674,7 @@ impl LockedCursor<'_, '_, '_> {
                     if self.gap_above_is_empty(&s, &key)? {
                         return Ok(Some(self.returned(key, value)));
                     }
-                    let from = self.resume_bound();
-                    self.inner.resume_at(from);
+                    self.resume();
                     continue;
                 }
                 // Another key comes first now (e.g. a delete rolled back while this
@@ -708,13 +704,11 @@ impl LockedCursor<'_, '_, '_> {
                 if self.gap_above_is_empty(&s, &key)? {
                     return Ok(Some(self.returned(key, value)));
                 }
-                let from = self.resume_bound();
-                self.inner.resume_at(from);
+                self.resume();
                 continue;
             }
             *held = Some((name, key, short));
-            let from = self.resume_bound();
-            self.inner.resume_at(from);
+            self.resume();
         }
     }
 }
