@@ -88,6 +88,9 @@ pub struct ThreadCtx {
     /// Fast per-thread generator, seeded from [`RunConfig::seed`] and the thread index, so a
     /// run is repeatable in what each thread asks for (not in how threads interleave).
     pub rng: SmallRng,
+    /// A buffer the worker keeps across operations, for reads into a caller's vector
+    /// (`BTree::get_into`): empty at the start, its content is the operation's own.
+    pub scratch: Vec<u8>,
     thread_idx: usize,
     pub(super) aborted: bool,
     pub(super) aborts: BTreeMap<&'static str, u64>,
@@ -101,6 +104,7 @@ impl ThreadCtx {
         let mixed = seed ^ (thread_idx as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         ThreadCtx {
             rng: SmallRng::seed_from_u64(mixed),
+            scratch: Vec::new(),
             thread_idx,
             aborted: false,
             aborts: BTreeMap::new(),

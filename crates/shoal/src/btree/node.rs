@@ -489,6 +489,19 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
         ))
     }
 
+    /// [`Node::stored_value`] of leaf entry `i` appended to `out` (cleared first), with no
+    /// allocation when `out` has the capacity: `true` if the bytes are the value itself
+    /// (stored inline), `false` if they are the tagged bytes of any other value.
+    #[inline(always)]
+    pub(crate) fn value_into(&self, i: usize, out: &mut Vec<u8>) -> Result<bool> {
+        let (r, k) = self.ranges(i)?;
+        out.clear();
+        let inline = k.end < r.end && self.s.page().u8_at(k.end) == VALUE_INLINE;
+        let from = k.end + usize::from(inline);
+        self.s.page().extend_vec(from, r.end - from, out);
+        Ok(inline)
+    }
+
     /// Inner entry `i`'s child.
     pub(crate) fn child(&self, i: usize) -> Result<PageId> {
         let (r, k) = self.ranges(i)?;

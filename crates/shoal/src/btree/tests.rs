@@ -92,6 +92,23 @@ fn point_operations() {
     assert_eq!(t.get(b"a").unwrap(), Some(b"1".to_vec()));
     assert_eq!(t.get(b"").unwrap(), Some(b"empty key".to_vec()));
     assert_eq!(t.get(b"c").unwrap(), None);
+    // `get_into` replaces what the vector held, keeps its capacity, and empties it for a
+    // missing key; a key over the limit is an error that leaves it empty.
+    let mut out = b"left over from before".to_vec();
+    let cap = out.capacity();
+    assert!(t.get_into(b"a", &mut out).unwrap());
+    assert_eq!((out.as_slice(), out.capacity()), (&b"1"[..], cap));
+    assert!(t.get_into(b"", &mut out).unwrap());
+    assert_eq!(out, b"empty key");
+    assert!(!t.get_into(b"c", &mut out).unwrap());
+    assert!(out.is_empty());
+    out.push(1);
+    let long = vec![0u8; t.max_key_bytes() + 1];
+    assert!(matches!(
+        t.get_into(&long, &mut out),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(out.is_empty());
     assert_eq!(
         t.update(&mut tx, b"a", b"one").unwrap(),
         Some(b"1".to_vec())
@@ -790,6 +807,14 @@ fn large_values_use_overflow_pages() {
         tx.commit().unwrap();
         assert_eq!(t.get(b"mib").unwrap(), Some(big(1, 1 << 20)));
         assert_eq!(t.get(b"over").unwrap(), Some(big(3, edge + 1)));
+        // Into a kept vector: an overflow value, the largest inline one, a small one.
+        let mut out = Vec::new();
+        assert!(t.get_into(b"mib", &mut out).unwrap());
+        assert!(out == big(1, 1 << 20));
+        assert!(t.get_into(b"edge", &mut out).unwrap());
+        assert!(out == big(2, edge));
+        assert!(t.get_into(b"small", &mut out).unwrap());
+        assert_eq!(out, b"x");
         let r = assert_sound(&t);
         assert_eq!(r.overflow_values, 2);
         assert!(r.pages.len() > 256, "{} pages", r.pages.len());

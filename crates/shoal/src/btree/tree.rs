@@ -131,8 +131,8 @@ pub(crate) struct Path<'p> {
 
 /// What [`BTree::read_leaf_entry`] read: the key's entry number and stored value (`None`:
 /// absent), the leaf at the version read, and the leaf's page LSN.
-pub(crate) struct LeafRead<'p> {
-    pub(crate) entry: Option<(usize, StoredValue)>,
+pub(crate) struct LeafRead<'p, V = StoredValue> {
+    pub(crate) entry: Option<(usize, V)>,
     pub(crate) leaf: OptimisticPage<'p>,
     pub(crate) lsn: Lsn,
 }
@@ -599,6 +599,45 @@ impl BTree {
         self.get_with_lsn(key).map(|(v, _)| v)
     }
 
+    /// [`BTree::get`] into a vector the caller keeps: `Ok(true)` with `out` holding exactly
+    /// the value, or `Ok(false)` with `out` empty if there is none. `out` is cleared first
+    /// and allocates only when its capacity is short of the value, so a reader that reuses
+    /// one vector reads small values with no allocation (a `lookup-resident` lookup: 3,544
+    /// instructions with [`BTree::get`]'s new vector; see `docs/benchmarks.md`, update 29).
+    /// Latch-free, as [`BTree::get`].
+    ///
+    /// # Errors
+    /// As [`BTree::get`]; `out` is empty after an error.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let found = self
+            .check_key(key)
+            .and_then(|()| self.get_into_checked(key, out));
+        if !matches!(found, Ok(true)) {
+            out.clear();
+        }
+        found
+    }
+
+    /// [`BTree::get_into`], key already checked; `out`'s content is unspecified unless the
+    /// answer is `Ok(true)`.
+    fn get_into_checked(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        loop {
+            let read = self.read_leaf_entry_with(key, |n, i| n.value_into(i, out))?;
+            match read.entry {
+                None => return Ok(false),
+                Some((_, true)) => return Ok(true),
+                // Any other value: `out` holds its tagged bytes.
+                Some((_, false)) => match self.value_of(std::mem::take(out))? {
+                    Some(v) => {
+                        *out = v;
+                        return Ok(true);
+                    }
+                    None => continue, // its chain was replaced meanwhile: read the leaf again
+                },
+            }
+        }
+    }
+
     /// [`BTree::get`] (key already checked), with the page LSN of the leaf the answer came
     /// from, read in the same validated optimistic section as the entry.
     pub(crate) fn get_with_lsn(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, Lsn)> {
@@ -622,10 +661,25 @@ impl BTree {
     /// [`Error::Corruption`] for a node that validated yet is malformed; buffer-pool errors
     /// of a miss.
     pub(crate) fn read_leaf_entry(&self, key: &[u8]) -> Result<LeafRead<'_>> {
+        self.read_leaf_entry_with(key, |n, i| n.stored_value(i))
+    }
+
+    /// [`BTree::read_leaf_entry`] that reads the found entry's value with `value` (the
+    /// entry number on a node read optimistically; it may run again if the read does not
+    /// validate, and only a validated read's answer is kept).
+    ///
+    /// # Errors
+    /// As [`BTree::read_leaf_entry`]; `value`'s errors of a validated read.
+    #[inline(always)]
+    pub(crate) fn read_leaf_entry_with<V>(
+        &self,
+        key: &[u8],
+        mut value: impl FnMut(&Node<'_, AtomicBytes<'_>>, usize) -> Result<V>,
+    ) -> Result<LeafRead<'_, V>> {
         let tree = ReadHint::tree_of(self);
         let hint = ReadHint::load(tree);
         if hint.tree == tree && hint.conf > 0 {
-            if let Some(read) = self.read_hinted(&hint, key) {
+            if let Some(read) = self.read_hinted(&hint, key, &mut value) {
                 #[cfg(test)]
                 READ_HINT_HITS.with(|h| h.set(h.get() + 1));
                 ReadHint::store(ReadHint {
@@ -666,7 +720,7 @@ impl BTree {
                         false => n.search(key)?,
                     };
                     if let Ok(i) = found {
-                        entry = Some((i, n.stored_value(i)?));
+                        entry = Some((i, value(&n, i)?));
                     }
                     Ok(())
                 })();
@@ -683,7 +737,13 @@ impl BTree {
     /// leaf of this tree whose fences cover `key` (rule 14); `None` (a miss: descend) if not,
     /// or if anything read there fails — the descent then reads properly and reports what
     /// is really wrong.
-    fn read_hinted(&self, hint: &ReadHint, key: &[u8]) -> Option<LeafRead<'_>> {
+    #[inline(always)]
+    fn read_hinted<V>(
+        &self,
+        hint: &ReadHint,
+        key: &[u8],
+        value: &mut impl FnMut(&Node<'_, AtomicBytes<'_>>, usize) -> Result<V>,
+    ) -> Option<LeafRead<'_, V>> {
         if self.space.unlink_epoch() != hint.epoch {
             return None;
         }
@@ -700,7 +760,7 @@ impl BTree {
                     return Ok(false);
                 }
                 if let Ok(i) = n.search(key)? {
-                    entry = Some((i, n.stored_value(i)?));
+                    entry = Some((i, value(&n, i)?));
                 }
                 Ok(true)
             })();

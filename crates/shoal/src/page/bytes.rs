@@ -69,10 +69,24 @@ pub trait PageRead {
         let _ = offset;
     }
     /// Copies `len` bytes at `offset` into a new vector.
+    ///
+    /// # Panics
+    /// If the bytes lie outside the page.
     fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
         self.read_into(offset, &mut v);
         v
+    }
+    /// Appends the `len` bytes at `offset` to `out`, which allocates only if its capacity is
+    /// short: a reader that keeps one vector for many reads copies each value without an
+    /// allocation ([`crate::btree::BTree::get_into`]).
+    ///
+    /// # Panics
+    /// If the bytes lie outside the page.
+    fn extend_vec(&self, offset: usize, len: usize, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.resize(at + len, 0);
+        self.read_into(offset, &mut out[at..]);
     }
 }
 
@@ -124,6 +138,10 @@ impl PageRead for [u8] {
     #[inline]
     fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
         <[u8]>::to_vec(&self[offset..offset + len])
+    }
+    #[inline]
+    fn extend_vec(&self, offset: usize, len: usize, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self[offset..offset + len]);
     }
     /// One unaligned 8-byte load when 8 bytes follow `offset`, masked to `n`; else a byte
     /// loop (the default's `memcpy` call into a stack buffer cost a search key's probe more
@@ -245,22 +263,23 @@ fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
     }
 }
 
-/// [`PageRead::to_vec`] of atomic words: writes the bytes word by word into the vector's
-/// uninitialised capacity, instead of zeroing `len` bytes and then overwriting them (the
-/// zeroing, a `rep stosb` per copy, was 4 % of a single-row read's samples) or pushing
-/// them (a capacity check per word: copying a TPC-C customer row this way was 7 % of
-/// Payment's instructions).
+/// [`PageRead::extend_vec`] of atomic words: writes the bytes word by word into the
+/// vector's uninitialised capacity past its length, instead of zeroing `len` bytes and then
+/// overwriting them (the zeroing, a `rep stosb` per copy, was 4 % of a single-row read's
+/// samples) or pushing them (a capacity check per word: copying a TPC-C customer row this
+/// way was 7 % of Payment's instructions).
 ///
 /// # Panics
 /// If the range lies outside the page (as [`atomic_read`]).
 #[inline]
-fn atomic_to_vec(words: &[AtomicU64], offset: usize, len: usize) -> Vec<u8> {
+fn atomic_extend(words: &[AtomicU64], offset: usize, len: usize, v: &mut Vec<u8>) {
     // The range lies in the page, so every word indexed below exists.
     offset
         .checked_add(len)
         .filter(|&e| e <= words.len() * 8)
         .expect("read past end of page");
-    let mut v = Vec::with_capacity(len);
+    v.reserve(len);
+    let old = v.len();
     let dst = &mut v.spare_capacity_mut()[..len];
     // A partial first word, then whole words, then a partial last word.
     let start = offset % 8;
@@ -291,10 +310,9 @@ fn atomic_to_vec(words: &[AtomicU64], offset: usize, len: usize) -> Vec<u8> {
     }
     debug_assert_eq!(lead + 8 * whole + tail.len(), len);
     // SAFETY: the lead, the `whole` chunks of 8 and the tail (under 8, zipped with a full
-    // word) partition `dst`, the first `len` bytes of the capacity, and every byte of each
-    // was written above.
-    unsafe { v.set_len(len) };
-    v
+    // word) partition `dst`, the `len` bytes of the capacity after the old length, and every
+    // byte of each was written above.
+    unsafe { v.set_len(old + len) };
 }
 
 /// Reads `N` (at most 8) bytes at `offset` with one relaxed load when they lie in one word
@@ -399,7 +417,13 @@ macro_rules! impl_atomic_page_read {
             }
             #[inline(always)]
             fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
-                atomic_to_vec(self.words, offset, len)
+                let mut v = Vec::with_capacity(len);
+                atomic_extend(self.words, offset, len, &mut v);
+                v
+            }
+            #[inline(always)]
+            fn extend_vec(&self, offset: usize, len: usize, out: &mut Vec<u8>) {
+                atomic_extend(self.words, offset, len, out);
             }
             #[inline(always)]
             fn prefetch(&self, offset: usize) {
@@ -641,6 +665,10 @@ mod tests {
                     &plain[o..o + n],
                     "to_vec of {n} bytes at {o}"
                 );
+                let mut grown = vec![7u8; o % 3];
+                r.extend_vec(o, n, &mut grown);
+                assert_eq!(grown[..o % 3], vec![7u8; o % 3][..], "kept, {n} at {o}");
+                assert_eq!(grown[o % 3..], plain[o..o + n], "extend_vec of {n} at {o}");
             }
         }
     }

@@ -373,12 +373,14 @@ impl MicroBench for BtreeBench {
                 let mut buf = [0u8; HOT_VALUE_BYTES];
                 let expected = &mut buf[..state.value_bytes];
                 fill_value(expected, key);
-                match t.tree.get(&key.to_be_bytes())? {
-                    Some(v) if v == expected => Ok(()),
-                    Some(_) => Err(BenchError::Check(format!(
+                // Into the worker's own vector, as a reader that keeps one would: no
+                // allocation per lookup (`BTree::get_into`).
+                match t.tree.get_into(&key.to_be_bytes(), &mut ctx.scratch)? {
+                    true if ctx.scratch == expected => Ok(()),
+                    true => Err(BenchError::Check(format!(
                         "key {key} holds another value than the one loaded"
                     ))),
-                    None => Err(BenchError::Check(format!(
+                    false => Err(BenchError::Check(format!(
                         "key {key} was loaded but is not found"
                     ))),
                 }
