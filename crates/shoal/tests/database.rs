@@ -719,6 +719,53 @@ fn reads_many_rows_at_once() {
     tx.commit().unwrap();
 }
 
+/// Point reads reuse per-thread buffers for the key and the row: a read inside another
+/// read's closure (same thread, another transaction) gets its own, rows of different
+/// lengths read one after another come back exact (no bytes of a longer one left over),
+/// and a missing row or a key of the wrong shape leaves the next read unharmed.
+#[test]
+fn nested_and_successive_point_reads_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = loaded(dir.path(), 10);
+    let mut tx = db.begin(IsolationLevel::ReadCommitted);
+    let long = "x".repeat(200);
+    t.update(
+        &mut tx,
+        &[Value::Int8(4)],
+        &Row::new().with("note", long.as_str()),
+    )
+    .unwrap();
+    tx.commit().unwrap();
+    let mut outer = db.begin(IsolationLevel::ReadCommitted);
+    let mut inner = db.begin(IsolationLevel::ReadCommitted);
+    let note = |v: &shoal::table::RowView<'_>| v.value(4);
+    let (a, b) = t
+        .get_with(&mut outer, &[Value::Int8(4)], |v| {
+            let b = t.get_with(&mut inner, &[Value::Int8(5)], note).unwrap();
+            Ok((note(v)?, b))
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(a, Value::from(long.as_str()));
+    assert_eq!(b, Some(Value::from("n5")));
+    for id in [4i64, 5, 6, 4, 99, 2] {
+        let got = t.get(&mut outer, &[Value::Int8(id)]).unwrap();
+        let want = match id {
+            4 => Some(account(4).with("note", long.as_str())),
+            99 => None,
+            _ => Some(account(id)),
+        };
+        assert_eq!(
+            got.map(|r| r.values().to_vec()),
+            want.map(|r| t.def().check_row(&r).unwrap()),
+            "row {id}"
+        );
+        assert!(t.get(&mut outer, &[]).is_err());
+    }
+    outer.commit().unwrap();
+    inner.commit().unwrap();
+}
+
 /// `update_many_with_view`: rows locked and read together, then changed in order (each
 /// change told its row's index); an absent row is `false`; a row given twice sees its
 /// first change; a change of a variable-width column (not patched in place) works too; a

@@ -214,11 +214,30 @@ impl BTree {
     /// As [`BTree::get`]; [`crate::Error::Deadlock`] and [`crate::Error::LockTimeout`] from
     /// the lock (retryable after a rollback).
     pub fn get_in(&self, txn: &mut Transaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_key(key)?;
-        match &self.locking {
-            Some(s) => self.read_locked(txn, s, key),
-            None => self.get(key),
+        let mut v = Vec::new();
+        Ok(self.get_in_into(txn, key, &mut v)?.then_some(v))
+    }
+
+    /// [`BTree::get_in`] into a vector the caller keeps, as [`BTree::get_into`]: `Ok(true)`
+    /// with `out` holding exactly the value, `Ok(false)` with `out` empty if there is none;
+    /// no allocation when `out` has the capacity.
+    ///
+    /// # Errors
+    /// As [`BTree::get_in`]; `out` is empty after an error.
+    pub fn get_in_into(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let found = self.check_key(key).and_then(|()| match &self.locking {
+            Some(s) => self.read_locked(txn, s, key, out),
+            None => self.get_with_lsn_into(key, out).map(|(found, _)| found),
+        });
+        if !matches!(found, Ok(true)) {
+            out.clear();
         }
+        found
     }
 
     /// [`BTree::get_in`] of every key of `keys`, in the order given, with their cache misses
@@ -243,7 +262,10 @@ impl BTree {
             return self.get_many(keys);
         };
         if txn.isolation() != IsolationLevel::ReadCommitted {
-            return keys.iter().map(|k| self.read_locked(txn, s, k)).collect();
+            return keys
+                .iter()
+                .map(|k| self.read_locked_vec(txn, s, k))
+                .collect();
         }
         // As in `read_locked`: the table's IS keeps a DROP TABLE out, and the bound is
         // taken before the reads.
@@ -260,7 +282,7 @@ impl BTree {
                 if lsn >= bound
                     || (has_row_locks && txn.holds(&s.key(key), mgl::S, LockDuration::Short))
                 {
-                    self.read_locked(txn, s, key)
+                    self.read_locked_vec(txn, s, key)
                 } else {
                     Ok(v)
                 }
@@ -268,14 +290,27 @@ impl BTree {
             .collect()
     }
 
-    /// Reads `key` under the read lock of `txn`'s level: locks (no latch held), reads, and
+    /// [`BTree::read_locked`] into a new vector.
+    fn read_locked_vec(
+        &self,
+        txn: &mut Transaction<'_>,
+        s: &LockSpace,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let mut v = Vec::new();
+        Ok(self.read_locked(txn, s, key, &mut v)?.then_some(v))
+    }
+
+    /// Reads `key` into `out` under the read lock of `txn`'s level (whether it has a
+    /// value; `out`'s content is unspecified if not): locks (no latch held), reads, and
     /// drops a short lock at once (cursor stability: only this name, in O(1)).
     fn read_locked(
         &self,
         txn: &mut Transaction<'_>,
         s: &LockSpace,
         key: &[u8],
-    ) -> Result<Option<Vec<u8>>> {
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
         // The key's lock name (a hash of the key) is made only when needed: a transaction
         // that holds no row-level locks holds none on this key.
         if txn.isolation() == IsolationLevel::ReadCommitted
@@ -288,27 +323,27 @@ impl BTree {
             // The bound is taken before the read: one taken after could count as ended a
             // writer whose uncommitted change the read saw and that rolled back since.
             let bound = txn.manager().commit_lsn_cached();
-            let (v, lsn) = self.get_with_lsn(key)?;
+            let (found, lsn) = self.get_with_lsn_into(key, out)?;
             if lsn < bound {
-                return Ok(v);
+                return Ok(found);
             }
             // Not below the cached bound: advance it (rate-limited); if the page is below
             // the new bound, read again — after the bound, as the rule asks.
             let bound = txn.manager().commit_lsn(lsn);
             if lsn < bound {
-                let (v, lsn) = self.get_with_lsn(key)?;
+                let (found, lsn) = self.get_with_lsn_into(key, out)?;
                 if lsn < bound {
-                    return Ok(v);
+                    return Ok(found);
                 }
             }
         }
         let name = s.key(key);
         let short = self.lock_for_read(txn, &name)?;
-        let v = self.get(key);
+        let found = self.get_with_lsn_into(key, out).map(|(found, _)| found);
         if short {
             txn.release_short_lock(&name);
         }
-        v
+        found
     }
 
     /// The key/value pairs between `lower` and `upper` in `dir` order, read in `txn` with

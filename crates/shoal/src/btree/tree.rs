@@ -621,16 +621,23 @@ impl BTree {
     /// [`BTree::get_into`], key already checked; `out`'s content is unspecified unless the
     /// answer is `Ok(true)`.
     fn get_into_checked(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.get_with_lsn_into(key, out).map(|(found, _)| found)
+    }
+
+    /// [`BTree::get_with_lsn`] into `out` (as [`BTree::get_into`], key already checked):
+    /// whether the key has a value, and the page LSN of the leaf the answer came from.
+    /// `out`'s content is unspecified unless the answer is found.
+    pub(crate) fn get_with_lsn_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<(bool, Lsn)> {
         loop {
             let read = self.read_leaf_entry_with(key, |n, i| n.value_into(i, out))?;
             match read.entry {
-                None => return Ok(false),
-                Some((_, true)) => return Ok(true),
+                None => return Ok((false, read.lsn)),
+                Some((_, true)) => return Ok((true, read.lsn)),
                 // Any other value: `out` holds its tagged bytes.
                 Some((_, false)) => match self.value_of(std::mem::take(out))? {
                     Some(v) => {
                         *out = v;
-                        return Ok(true);
+                        return Ok((true, read.lsn));
                     }
                     None => continue, // its chain was replaced meanwhile: read the leaf again
                 },
@@ -641,17 +648,9 @@ impl BTree {
     /// [`BTree::get`] (key already checked), with the page LSN of the leaf the answer came
     /// from, read in the same validated optimistic section as the entry.
     pub(crate) fn get_with_lsn(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, Lsn)> {
-        loop {
-            let LeafRead { entry, lsn, .. } = self.read_leaf_entry(key)?;
-            match entry {
-                None => return Ok((None, lsn)),
-                Some((_, StoredValue::Inline(v))) => return Ok((Some(v), lsn)),
-                Some((_, StoredValue::Tagged(tagged))) => match self.value_of(tagged)? {
-                    Some(v) => return Ok((Some(v), lsn)),
-                    None => continue, // its chain was replaced meanwhile: read the leaf again
-                },
-            }
-        }
+        let mut v = Vec::new();
+        let (found, lsn) = self.get_with_lsn_into(key, &mut v)?;
+        Ok((found.then_some(v), lsn))
     }
 
     /// `key`'s entry on its leaf, read optimistically and validated ([`LeafRead`]). Nothing

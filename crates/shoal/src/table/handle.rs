@@ -20,6 +20,16 @@ use std::sync::Arc;
 
 mod update;
 
+thread_local! {
+    /// The primary key and the row of this thread's [`Table::get_with`]: kept between
+    /// reads so that their capacity is reused (borrowed while a read uses them).
+    static READ_BUFFERS: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Largest row buffer, in bytes, that [`READ_BUFFERS`] keeps after a read.
+const READ_BUFFER_KEEP_BYTES: usize = 64 << 10;
+
 /// Columns up to which [`Table::patch_fixed`] keeps its per-column slots on the stack.
 const STACK_SLOTS: usize = 32;
 
@@ -135,11 +145,7 @@ impl Table {
     /// [`Error::InvalidArgument`] for the wrong number of values; lock, log and
     /// buffer-pool errors; [`Error::CorruptRecord`] for a row that does not decode.
     pub fn get(&self, txn: &mut Transaction<'_>, key: &[Value]) -> Result<Option<Row>> {
-        let pk = self.primary_key(key)?;
-        match self.primary.get_in(txn, &pk)? {
-            Some(bytes) => Row::decode(&self.def, &bytes).map(Some),
-            None => Ok(None),
-        }
+        self.read_row(txn, key, |bytes| Row::decode(&self.def, bytes))
     }
 
     /// As [`Table::get`], but the stored row is handed to `read` as a [`RowView`] instead
@@ -155,10 +161,49 @@ impl Table {
         key: &[Value],
         read: impl FnOnce(&RowView<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
-        let pk = self.primary_key(key)?;
-        match self.primary.get_in(txn, &pk)? {
-            Some(bytes) => read(&RowView::new(&self.def, &bytes)?).map(Some),
-            None => Ok(None),
+        self.read_row(txn, key, |bytes| read(&RowView::new(&self.def, bytes)?))
+    }
+
+    /// The stored row with primary key `key` handed to `read` (not called if there is
+    /// none), read as [`Table::get`] reads it. The key and the row go into this thread's
+    /// read buffers, so that a point read allocates nothing once they have grown; a `read`
+    /// that reads again on this thread finds them borrowed and uses new vectors. (Borrowed
+    /// in place: taking the pair out of a `Cell` and back moved it through the stack with
+    /// a store-forwarding stall that made select1 4 % slower.)
+    fn read_row<T>(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[Value],
+        read: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<Option<T>> {
+        READ_BUFFERS.with(|bufs| match bufs.try_borrow_mut() {
+            Ok(mut bufs) => {
+                let (pk, row) = &mut *bufs;
+                let result = self.read_row_into(txn, key, pk, row, read);
+                if row.capacity() > READ_BUFFER_KEEP_BYTES {
+                    *row = Vec::new(); // a large row's buffer is not kept for the thread's life
+                }
+                result
+            }
+            Err(_) => self.read_row_into(txn, key, &mut Vec::new(), &mut Vec::new(), read),
+        })
+    }
+
+    /// [`Table::read_row`] with the key encoded into `pk` and the row read into `row`.
+    #[inline(always)]
+    fn read_row_into<T>(
+        &self,
+        txn: &mut Transaction<'_>,
+        key: &[Value],
+        pk: &mut Vec<u8>,
+        row: &mut Vec<u8>,
+        read: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<Option<T>> {
+        pk.clear();
+        self.primary_key_into(key, pk)?;
+        match self.primary.get_in_into(txn, pk, row)? {
+            true => read(row).map(Some),
+            false => Ok(None),
         }
     }
 
@@ -258,6 +303,17 @@ impl Table {
     }
 
     fn primary_key(&self, key: &[Value]) -> Result<Vec<u8>> {
+        super::encode_key_prefix(&self.def, self.primary_key_columns(key)?, key)
+    }
+
+    /// [`Table::primary_key`] appended to `out`.
+    fn primary_key_into(&self, key: &[Value], out: &mut Vec<u8>) -> Result<()> {
+        let cols = self.primary_key_columns(key)?;
+        super::keys::encode_key_prefix_into(&self.def, cols, key, out)
+    }
+
+    /// The primary-key columns, if `key` has a value for each.
+    fn primary_key_columns(&self, key: &[Value]) -> Result<&[usize]> {
         let cols = self.def.primary_key();
         if key.len() != cols.len() {
             return Err(Error::invalid(
@@ -270,7 +326,7 @@ impl Table {
                 ),
             ));
         }
-        super::encode_key_prefix(&self.def, cols, key)
+        Ok(cols)
     }
 
     /// Deletes the row with primary key `key`; returns it, or `None` if there was none.

@@ -91,6 +91,22 @@ pub fn encode_key(def: &TableDef, columns: &[usize], row: &[Value]) -> Result<Ve
 /// [`Error::InvalidArgument`] (`values`) if there are more values than columns; otherwise
 /// as [`key_value`] (a NULL for a NOT NULL column is [`Error::NotNull`]).
 pub fn encode_key_prefix(def: &TableDef, columns: &[usize], values: &[Value]) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(FIXED_FIELD_BYTES * values.len());
+    encode_key_prefix_into(def, columns, values, &mut out)?;
+    Ok(out)
+}
+
+/// [`encode_key_prefix`] appended to `out`, which allocates only if its capacity is short
+/// (a point read that keeps one vector encodes its key without an allocation).
+///
+/// # Errors
+/// As [`encode_key_prefix`]; `out` may then hold part of the key.
+pub(crate) fn encode_key_prefix_into(
+    def: &TableDef,
+    columns: &[usize],
+    values: &[Value],
+    out: &mut Vec<u8>,
+) -> Result<()> {
     if values.len() > columns.len() {
         return Err(Error::invalid(
             "values",
@@ -101,11 +117,10 @@ pub fn encode_key_prefix(def: &TableDef, columns: &[usize], values: &[Value]) ->
             ),
         ));
     }
-    let mut out = Vec::with_capacity(FIXED_FIELD_BYTES * values.len());
     for (&c, v) in columns.iter().zip(values) {
-        encode_value(&mut out, &key_value(def, c, v)?, Direction::Asc);
+        encode_value(out, &key_value(def, c, v)?, Direction::Asc);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Decodes a key of the columns `columns` of `def`: one normalized value per column (a
