@@ -603,7 +603,8 @@ impl BTree {
     /// the value, or `Ok(false)` with `out` empty if there is none. `out` is cleared first
     /// and allocates only when its capacity is short of the value, so a reader that reuses
     /// one vector reads small values with no allocation (a `lookup-resident` lookup: 3,544
-    /// instructions with [`BTree::get`]'s new vector; see `docs/benchmarks.md`, update 29).
+    /// instructions with [`BTree::get`]'s new vector, 3,453 into a kept one, callgrind;
+    /// `docs/benchmarks.md`, update 29).
     /// Latch-free, as [`BTree::get`].
     ///
     /// # Errors
