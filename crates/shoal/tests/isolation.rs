@@ -97,6 +97,43 @@ fn dirty_read_only_at_read_uncommitted() {
     assert_eq!(happened, [true, false, false, false]);
 }
 
+/// `get_in_into` reads into the caller's vector what `get_in` returns, at every level:
+/// the uncommitted value at READ UNCOMMITTED; above it, a lock timeout on the writer's key
+/// leaves the vector empty (not holding what it held, nor a half-read value); after the
+/// writer commits, the new value; a missing key, an empty vector.
+#[test]
+fn get_in_into_reads_what_get_in_returns_and_empties_on_errors() {
+    let happened = at_each_level(|e, t, level| {
+        let mut writer = e.begin();
+        t.update(&mut writer, &k(10), &v(555)).unwrap();
+        let mut reader = e.begin_with(level);
+        let mut out = b"stale bytes".to_vec();
+        let dirty = match t.get_in_into(&mut reader, &k(10), &mut out) {
+            Ok(found) => {
+                assert!(found);
+                assert_eq!(out, v(555));
+                true
+            }
+            Err(e @ Error::LockTimeout { .. }) => {
+                assert!(out.is_empty(), "{level:?}: {e}");
+                false
+            }
+            Err(e) => panic!("unexpected error: {e}"),
+        };
+        writer.commit().unwrap();
+        reader.abort().unwrap();
+        let mut reader = e.begin_with(level);
+        assert!(t.get_in_into(&mut reader, &k(10), &mut out).unwrap());
+        assert_eq!(out, v(555));
+        assert!(!t.get_in_into(&mut reader, &k(15), &mut out).unwrap());
+        assert!(out.is_empty());
+        assert_eq!(t.get_in(&mut reader, &k(20)).unwrap(), Some(v(100)));
+        reader.commit().unwrap();
+        dirty
+    });
+    assert_eq!(happened, [true, false, false, false]);
+}
+
 #[test]
 fn non_repeatable_read_up_to_read_committed() {
     let happened = at_each_level(|e, t, level| {

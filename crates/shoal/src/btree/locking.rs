@@ -220,7 +220,7 @@ impl BTree {
 
     /// [`BTree::get_in`] into a vector the caller keeps, as [`BTree::get_into`]: `Ok(true)`
     /// with `out` holding exactly the value, `Ok(false)` with `out` empty if there is none;
-    /// no allocation when `out` has the capacity.
+    /// no allocation when `out` has the capacity (as [`BTree::get_into`] says).
     ///
     /// # Errors
     /// As [`BTree::get_in`]; `out` is empty after an error.

@@ -600,11 +600,13 @@ impl BTree {
     }
 
     /// [`BTree::get`] into a vector the caller keeps: `Ok(true)` with `out` holding exactly
-    /// the value, or `Ok(false)` with `out` empty if there is none. `out` is cleared first
-    /// and allocates only when its capacity is short of the value, so a reader that reuses
-    /// one vector reads small values with no allocation (a `lookup-resident` lookup: 3,544
-    /// instructions with [`BTree::get`]'s new vector, 3,453 into a kept one, callgrind;
-    /// `docs/benchmarks.md`, update 29).
+    /// the value, or `Ok(false)` with `out` empty if there is none. `out` is cleared first;
+    /// a value stored in the leaf is copied into it, which allocates only when its capacity
+    /// is short of the value's length plus 7 bytes (the copy stores 8 bytes at a time), so
+    /// a reader that reuses one vector reads small values with no allocation (a
+    /// `lookup-resident` lookup: 3,544 instructions with [`BTree::get`]'s new vector,
+    /// 3,453 into a kept one, callgrind; `docs/benchmarks.md`, update 29). A value in
+    /// overflow pages is read into a new vector, which replaces `out`.
     /// Latch-free, as [`BTree::get`].
     ///
     /// # Errors

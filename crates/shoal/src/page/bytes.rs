@@ -78,8 +78,9 @@ pub trait PageRead {
         v
     }
     /// Appends the `len` bytes at `offset` to `out`, which allocates only if its capacity is
-    /// short: a reader that keeps one vector for many reads copies each value without an
-    /// allocation ([`crate::btree::BTree::get_into`]).
+    /// short (the atomic frame images store 8 bytes at a time and need 7 bytes of spare
+    /// capacity past the value): a reader that keeps one vector for many reads copies each
+    /// value without an allocation ([`crate::btree::BTree::get_into`]).
     ///
     /// # Panics
     /// If the bytes lie outside the page.
@@ -270,8 +271,9 @@ fn atomic_read(words: &[AtomicU64], offset: usize, dst: &mut [u8]) {
 /// per copy, was 4 % of a single-row read's samples), by pushing them (a capacity check per
 /// word: copying a TPC-C customer row this way was 7 % of Payment's instructions), nor by
 /// copying the partial words at either end byte by byte (two `memcpy` calls per 8-byte
-/// value of a `lookup-resident` lookup). The stores may write up to 8 bytes of capacity
-/// past the new length, which stay uninitialised to the vector.
+/// value of a `lookup-resident` lookup). The stores may write up to 7 bytes of capacity
+/// past the new length (so the vector needs capacity for `len + 7` more bytes, and
+/// reserves it), which stay uninitialised to the vector.
 ///
 /// # Panics
 /// If the range lies outside the page (as [`atomic_read`]).
@@ -285,7 +287,9 @@ fn atomic_extend(words: &[AtomicU64], offset: usize, len: usize, v: &mut Vec<u8>
     if len == 0 {
         return;
     }
-    v.reserve(len + 8);
+    // The stores end below `len + 7`: the first at byte 8 (`len >= 1`), the others at most
+    // 7 bytes past `len` (each starts below `len`).
+    v.reserve(len + 7);
     let old = v.len();
     let dst = v.spare_capacity_mut().as_mut_ptr().cast::<u8>();
     // Bytes from `offset` to the next word boundary (0 if `offset` is on one).
@@ -295,7 +299,7 @@ fn atomic_extend(words: &[AtomicU64], offset: usize, len: usize, v: &mut Vec<u8>
         // The word holding `offset`, shifted so that its byte `offset % 8` comes first
         // (read as a little-endian number, byte `i` of a word is its bits `8i..8i + 8`).
         let w = u64::from_le_bytes(words[offset / 8].load(Relaxed).to_ne_bytes());
-        // SAFETY: 8 bytes at the start of the reserved `len + 8` bytes of capacity.
+        // SAFETY: 8 bytes at the start of the reserved `len + 7 >= 8` bytes of capacity.
         unsafe {
             dst.cast::<[u8; 8]>()
                 .write_unaligned((w >> (8 * (offset % 8))).to_le_bytes())
@@ -304,10 +308,10 @@ fn atomic_extend(words: &[AtomicU64], offset: usize, len: usize, v: &mut Vec<u8>
     }
     // Then whole words: the one starting at byte `offset + at` while that is in the range
     // (so in the page), each stored 8 bytes at `dst + at` (the last one past `len` by up
-    // to 7 bytes: below `len + 8`).
+    // to 7 bytes: within `len + 7`).
     while at < len {
         let w = words[(offset + at) / 8].load(Relaxed).to_ne_bytes();
-        // SAFETY: `at < len`, so `at + 8 <= len + 8`, inside the reserved capacity.
+        // SAFETY: `at < len`, so `at + 8 <= len + 7`, inside the reserved capacity.
         unsafe { dst.add(at).cast::<[u8; 8]>().write_unaligned(w) };
         at += 8;
     }
@@ -420,7 +424,10 @@ macro_rules! impl_atomic_page_read {
             }
             #[inline(always)]
             fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
-                let mut v = Vec::with_capacity(len + 8);
+                if len == 0 {
+                    return Vec::new();
+                }
+                let mut v = Vec::with_capacity(len + 7);
                 atomic_extend(self.words, offset, len, &mut v);
                 v
             }
@@ -668,10 +675,20 @@ mod tests {
                     &plain[o..o + n],
                     "to_vec of {n} bytes at {o}"
                 );
-                let mut grown = vec![7u8; o % 3];
+                // After a prefix of 0 to 9 bytes, into an exact-size vector or one with
+                // spare capacity (no reallocation: the stores land in it).
+                let k = (o + n) % 10;
+                let mut grown = vec![7u8; k];
+                if n % 2 == 1 {
+                    grown.reserve(n + 7);
+                }
+                let (cap, at) = (grown.capacity(), grown.as_ptr());
                 r.extend_vec(o, n, &mut grown);
-                assert_eq!(grown[..o % 3], vec![7u8; o % 3][..], "kept, {n} at {o}");
-                assert_eq!(grown[o % 3..], plain[o..o + n], "extend_vec of {n} at {o}");
+                assert_eq!(grown[..k], vec![7u8; k][..], "kept, {n} at {o}");
+                assert_eq!(grown[k..], plain[o..o + n], "extend_vec of {n} at {o}");
+                if n % 2 == 1 {
+                    assert_eq!((grown.capacity(), grown.as_ptr()), (cap, at), "{n} at {o}");
+                }
             }
         }
     }

@@ -167,7 +167,8 @@ impl Table {
     /// The stored row with primary key `key` handed to `read` (not called if there is
     /// none), read as [`Table::get`] reads it. The key and the row go into this thread's
     /// read buffers, so that a point read allocates nothing once they have grown; a `read`
-    /// that reads again on this thread finds them borrowed and uses new vectors. (Borrowed
+    /// that reads again on this thread finds them borrowed and uses new vectors, as does a
+    /// read during the thread's exit after they were destroyed. (Borrowed
     /// in place: taking the pair out of a `Cell` and back moved it through the stack with
     /// a store-forwarding stall that made select1 4 % slower.)
     fn read_row<T>(
@@ -176,17 +177,24 @@ impl Table {
         key: &[Value],
         read: impl FnOnce(&[u8]) -> Result<T>,
     ) -> Result<Option<T>> {
-        READ_BUFFERS.with(|bufs| match bufs.try_borrow_mut() {
-            Ok(mut bufs) => {
-                let (pk, row) = &mut *bufs;
-                let result = self.read_row_into(txn, key, pk, row, read);
-                if row.capacity() > READ_BUFFER_KEEP_BYTES {
-                    *row = Vec::new(); // a large row's buffer is not kept for the thread's life
-                }
-                result
+        // `try_with`: a read from another thread-local's destructor, after these buffers
+        // were destroyed, uses new vectors too.
+        let mut read = Some(read);
+        let kept = READ_BUFFERS.try_with(|bufs| {
+            let mut bufs = bufs.try_borrow_mut().ok()?;
+            let (pk, row) = &mut *bufs;
+            let read = read.take().expect("not taken before");
+            let result = self.read_row_into(txn, key, pk, row, read);
+            if row.capacity() > READ_BUFFER_KEEP_BYTES {
+                *row = Vec::new(); // a large row's buffer is not kept for the thread's life
             }
-            Err(_) => self.read_row_into(txn, key, &mut Vec::new(), &mut Vec::new(), read),
-        })
+            Some(result)
+        });
+        match (kept, read) {
+            (Ok(Some(result)), _) => result,
+            (_, Some(read)) => self.read_row_into(txn, key, &mut Vec::new(), &mut Vec::new(), read),
+            (_, None) => unreachable!("`read` is taken only by a read that returns its result"),
+        }
     }
 
     /// [`Table::read_row`] with the key encoded into `pk` and the row read into `row`.
