@@ -462,6 +462,7 @@ impl<'a> RowView<'a> {
     }
 
     /// Column `i` (of column definition `c`) as a checked cell.
+    #[inline]
     fn cell(&self, i: usize, c: &Column) -> Result<Cell<'a>> {
         if i >= self.n || self.null_bit(i) {
             if !c.nullable {
