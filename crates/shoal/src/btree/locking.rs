@@ -234,10 +234,7 @@ impl BTree {
             Some(s) => self.read_locked(txn, s, key, out),
             None => self.get_with_lsn_into(key, out).map(|(found, _)| found),
         });
-        if !matches!(found, Ok(true)) {
-            out.clear();
-        }
-        found
+        super::tree::emptied_unless_found(found, out)
     }
 
     /// [`BTree::get_in`] of every key of `keys`, in the order given, with their cache misses

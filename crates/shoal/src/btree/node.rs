@@ -478,20 +478,17 @@ impl<'a, P: PageRead + ?Sized> Node<'a, P> {
     /// shift), anything else as the tagged bytes for [`super::BTree::value_of`].
     #[inline(always)]
     pub(crate) fn stored_value(&self, i: usize) -> Result<StoredValue> {
-        let (r, k) = self.ranges(i)?;
-        if k.end < r.end && self.s.page().u8_at(k.end) == VALUE_INLINE {
-            return Ok(StoredValue::Inline(
-                self.s.page().to_vec(k.end + 1, r.end - k.end - 1),
-            ));
-        }
-        Ok(StoredValue::Tagged(
-            self.s.page().to_vec(k.end, r.end - k.end),
-        ))
+        let mut v = Vec::new();
+        Ok(match self.value_into(i, &mut v)? {
+            true => StoredValue::Inline(v),
+            false => StoredValue::Tagged(v),
+        })
     }
 
-    /// [`Node::stored_value`] of leaf entry `i` appended to `out` (cleared first), with no
-    /// allocation when `out` has the capacity: `true` if the bytes are the value itself
-    /// (stored inline), `false` if they are the tagged bytes of any other value.
+    /// Leaf entry `i`'s stored value written into `out` (cleared first; no allocation
+    /// when `out` has the capacity, [`PageRead::extend_vec`]): `true` if the bytes are the
+    /// value itself (stored inline, copied without its tag), `false` if they are the tagged
+    /// bytes of any other value, for [`super::BTree::value_of`].
     #[inline(always)]
     pub(crate) fn value_into(&self, i: usize, out: &mut Vec<u8>) -> Result<bool> {
         let (r, k) = self.ranges(i)?;

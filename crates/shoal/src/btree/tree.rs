@@ -603,9 +603,8 @@ impl BTree {
     /// the value, or `Ok(false)` with `out` empty if there is none. `out` is cleared first;
     /// a value stored in the leaf is copied into it, which allocates only when its capacity
     /// is short of the value's length plus 7 bytes (the copy stores 8 bytes at a time), so
-    /// a reader that reuses one vector reads small values with no allocation (a
-    /// `lookup-resident` lookup: 3,544 instructions with [`BTree::get`]'s new vector,
-    /// 3,453 into a kept one, callgrind; `docs/benchmarks.md`, update 29). A value in
+    /// a reader that reuses one vector reads small values with no allocation
+    /// (`docs/benchmarks.md`, update 29, measures what that saves a lookup). A value in
     /// overflow pages is read into a new vector, which replaces `out`.
     /// Latch-free, as [`BTree::get`].
     ///
@@ -614,17 +613,8 @@ impl BTree {
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         let found = self
             .check_key(key)
-            .and_then(|()| self.get_into_checked(key, out));
-        if !matches!(found, Ok(true)) {
-            out.clear();
-        }
-        found
-    }
-
-    /// [`BTree::get_into`], key already checked; `out`'s content is unspecified unless the
-    /// answer is `Ok(true)`.
-    fn get_into_checked(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        self.get_with_lsn_into(key, out).map(|(found, _)| found)
+            .and_then(|()| self.get_with_lsn_into(key, out).map(|(found, _)| found));
+        emptied_unless_found(found, out)
     }
 
     /// [`BTree::get_with_lsn`] into `out` (as [`BTree::get_into`], key already checked):
@@ -776,6 +766,15 @@ impl BTree {
         }
         Some(LeafRead { entry, leaf, lsn })
     }
+}
+
+/// `found` as the `*_into` reads return it: `out`, whose content a read leaves unspecified
+/// unless it found a value, is emptied on `Ok(false)` and on an error.
+pub(crate) fn emptied_unless_found(found: Result<bool>, out: &mut Vec<u8>) -> Result<bool> {
+    if !matches!(found, Ok(true)) {
+        out.clear();
+    }
+    found
 }
 
 /// A key for an error message: hex, shortened.

@@ -423,7 +423,7 @@ fn le_u64(b: &[u8]) -> u64 {
     debug_assert!((1..8).contains(&n), "{n} bytes");
     let u32_at = |i: usize| u64::from(u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]));
     let u16_at = |i: usize| u64::from(u16::from_le_bytes([b[i], b[i + 1]]));
-    // The two loads overlap where `n` is not 8 or 4: the shared bytes are ORed with
+    // The two loads overlap (wholly where `n` is 4 or 2): the shared bytes are ORed with
     // themselves.
     if n >= 4 {
         u32_at(0) | (u32_at(n - 4) << (8 * (n - 4)))
